@@ -1,0 +1,84 @@
+// Holds an item back until the edge has made what it reveals durable: an interrupt must be on disk
+// before its RUN_FINISHED is written, a task id before the session event exposes it. `commit` returns
+// nothing for items that need no write (the synchronous fast path) or an ObservableInput that completes
+// once the write is durable; later items wait behind it, in order. A failed write replaces the item with
+// `onFailure(error, item)` and nothing after it is passed on.
+import { Observable, from, type ObservableInput, type OperatorFunction, type Subscription } from "rxjs";
+
+export interface CommitBeforeEmitOptions<T, F> {
+  commit: (item: T) => ObservableInput<unknown> | undefined | void;
+  onFailure: (error: unknown, item: T) => F;
+}
+
+export function commitBeforeEmit<T, F>(options: CommitBeforeEmitOptions<T, F>): OperatorFunction<T, T | F> {
+  return (source) =>
+    new Observable<T | F>((subscriber) => {
+      const queue: T[] = [];
+      let writing: Subscription | undefined;
+      let sourceDone = false;
+      let failed = false;
+
+      const drain = () => {
+        while (!writing && !failed && queue.length > 0) {
+          const item = queue.shift() as T;
+          let pending: ObservableInput<unknown> | undefined | void;
+          try {
+            pending = options.commit(item);
+          } catch (error) {
+            return fail(error, item);
+          }
+          if (pending === undefined) {
+            subscriber.next(item);
+            continue;
+          }
+          let settled = false;
+          const write = from(pending).subscribe({
+            error: (error) => {
+              settled = true;
+              writing = undefined;
+              fail(error, item);
+            },
+            complete: () => {
+              settled = true;
+              writing = undefined;
+              subscriber.next(item);
+              drain();
+            },
+          });
+          if (!settled) writing = write;
+        }
+        if (!writing && !failed && sourceDone && queue.length === 0) subscriber.complete();
+      };
+
+      const fail = (error: unknown, item: T) => {
+        failed = true;
+        queue.length = 0;
+        subscriber.next(options.onFailure(error, item));
+        subscriber.complete();
+      };
+
+      const upstream = source.subscribe({
+        next: (item) => {
+          if (failed) return;
+          if (!writing && queue.length === 0) {
+            // Fast path: no write in flight and nothing queued.
+            queue.push(item);
+            drain();
+          } else {
+            queue.push(item);
+          }
+        },
+        error: (error) => {
+          if (!failed) subscriber.error(error);
+        },
+        complete: () => {
+          sourceDone = true;
+          drain();
+        },
+      });
+      return () => {
+        writing?.unsubscribe();
+        upstream.unsubscribe();
+      };
+    });
+}

@@ -1,0 +1,77 @@
+// Public API: each operator on its own, and createAguiPipeline composing them into one AG-UI run.
+import { EventType } from "@ag-ui/core";
+import type { ObservableInput, OperatorFunction } from "rxjs";
+import { balanceSpans } from "./balance-spans.js";
+import { commitBeforeEmit } from "./commit-before-emit.js";
+import { mergeHeartbeat } from "./merge-heartbeat.js";
+import { namespaceCustom } from "./namespace-custom.js";
+import { projectA2A, type ProjectA2AOptions } from "./project-a2a.js";
+import { RunError, type A2AStreamResponse, type AguiEvent, type AguiOutput } from "./types.js";
+
+export { balanceSpans } from "./balance-spans.js";
+export { commitBeforeEmit, type CommitBeforeEmitOptions } from "./commit-before-emit.js";
+export { mergeHeartbeat, type MergeHeartbeatOptions } from "./merge-heartbeat.js";
+export { namespaceCustom, PIPELINE_CUSTOM_EVENT_TYPES } from "./namespace-custom.js";
+export {
+  projectA2A,
+  stepKeyOf,
+  stepName,
+  type ProjectA2AOptions,
+  type ProjectedItem,
+  type ProjectionObserver,
+  type SessionInfo,
+} from "./project-a2a.js";
+export { buildInterrupt, requiredInputs, responseSchemaFor, standardOptions, PERSISTED_INPUT_KEYS } from "./lib/interrupts.js";
+export type { InputValue, RequiredInput, Translate } from "./lib/interrupts.js";
+export { canonicalJson } from "./lib/json.js";
+export * from "./types.js";
+
+export interface AguiPipelineOptions extends ProjectA2AOptions {
+  /** Heartbeat markers while idle: on by default, every 15 s. */
+  heartbeat?: boolean | { intervalMs: number };
+  /**
+   * Durability hook: return an ObservableInput that completes when what `event` reveals is persisted
+   * (or nothing when it needs no write). A failure ends the run with RUN_ERROR (a RunError's code,
+   * otherwise STATE_PERSISTENCE_FAILED) and nothing more is emitted.
+   */
+  commit?: (event: AguiEvent) => ObservableInput<unknown> | undefined | void;
+}
+
+/**
+ * The whole projection: A2A 1.0 stream results in, one complete AG-UI run out (RUN_STARTED … exactly one
+ * RUN_FINISHED or RUN_ERROR, every span closed), plus heartbeat markers when enabled. No I/O behind it.
+ */
+export function createAguiPipeline(options: AguiPipelineOptions): OperatorFunction<A2AStreamResponse, AguiOutput> {
+  const translate = options.translate ?? ((english: string) => english);
+  return (frames) => {
+    let events = frames.pipe(projectA2A(options), namespaceCustom());
+    const commit = options.commit;
+    if (commit) {
+      events = events.pipe(
+        commitBeforeEmit<AguiEvent, AguiEvent>({
+          commit,
+          onFailure: (error) => {
+            const known = error instanceof RunError;
+            return {
+              type: EventType.RUN_ERROR,
+              threadId: options.threadId,
+              runId: options.runId,
+              code: known ? error.code : "STATE_PERSISTENCE_FAILED",
+              message: translate(known ? error.message : "The execution mapping could not be committed.", options.language),
+              timestamp: Math.floor(options.scheduler?.now() ?? Date.now()),
+            } as AguiEvent;
+          },
+        }),
+      );
+    }
+    const balanced = events.pipe(balanceSpans<AguiEvent>());
+    const heartbeat = options.heartbeat ?? true;
+    if (heartbeat === false) return balanced;
+    return balanced.pipe(
+      mergeHeartbeat<AguiEvent>({
+        intervalMs: heartbeat === true ? 15_000 : heartbeat.intervalMs,
+        ...(options.scheduler ? { scheduler: options.scheduler } : {}),
+      }),
+    );
+  };
+}

@@ -1,0 +1,62 @@
+// Read-only accessors over A2A stream results, shared by the projection and the run layer.
+import type { A2AMessage, A2AStreamResponse, A2ATask, A2ATaskStatus, JsonObject } from "../types.js";
+import { isObject } from "./json.js";
+
+export type A2AResult = A2ATask & { taskId?: string; artifact?: unknown; status?: A2ATaskStatus };
+
+/** The payload of a StreamResponse: its task, statusUpdate, artifactUpdate or message. */
+export function resultOf(frame: A2AStreamResponse): A2AResult & A2AMessage {
+  const f = frame as Record<string, unknown>;
+  return (f.statusUpdate ?? f.task ?? f.artifactUpdate ?? f.message ?? frame) as A2AResult & A2AMessage;
+}
+
+/** `TASK_STATE_INPUT_REQUIRED` → `input-required`; the US spelling `canceled` is the only one A2A uses. */
+export function normalizeState(state: unknown): string | undefined {
+  if (typeof state !== "string" || state === "") return undefined;
+  let s = state.toLowerCase();
+  if (s.startsWith("task_state_")) s = s.slice("task_state_".length);
+  return s.replaceAll("_", "-");
+}
+
+export const FAILED_STATES: ReadonlySet<string> = new Set(["failed", "rejected", "auth-required"]);
+export const TERMINAL_STATES: ReadonlySet<string> = new Set(["completed", "failed", "rejected", "auth-required", "canceled"]);
+
+export function iacCodeOf(result: { metadata?: JsonObject }): JsonObject | undefined {
+  const meta = result.metadata;
+  if (!meta) return undefined;
+  const iac = meta.iac_code;
+  return isObject(iac) ? iac : undefined;
+}
+
+export function taskIdOf(frame: A2AStreamResponse, result: A2AResult & A2AMessage): string | undefined {
+  const id = "task" in frame ? result.id : result.taskId;
+  return typeof id === "string" && id !== "" ? id : undefined;
+}
+
+/** Session id: top-level, then the single pipeline envelope, then the batch; first non-empty wins. */
+export function sessionIdOf(iac: JsonObject | undefined): string | undefined {
+  if (!iac) return undefined;
+  if (typeof iac.iacCodeSessionId === "string" && iac.iacCodeSessionId) return iac.iacCodeSessionId;
+  const pipeline = iac.pipeline;
+  if (isObject(pipeline) && typeof pipeline.iacCodeSessionId === "string" && pipeline.iacCodeSessionId) {
+    return pipeline.iacCodeSessionId;
+  }
+  const batch = iac.pipelineBatch;
+  if (isObject(batch) && Array.isArray(batch.events)) {
+    for (const e of batch.events) {
+      if (isObject(e) && typeof e.iacCodeSessionId === "string" && e.iacCodeSessionId) return e.iacCodeSessionId;
+    }
+  }
+  return undefined;
+}
+
+export function isAgentRole(role: unknown): boolean {
+  return role === undefined || role === "ROLE_AGENT" || role === "agent" || role === "";
+}
+
+export function textOfMessage(message: A2AMessage | undefined): string {
+  if (!message || !isAgentRole(message.role) || !Array.isArray(message.parts)) return "";
+  let text = "";
+  for (const part of message.parts) if (typeof part.text === "string") text += part.text;
+  return text;
+}
