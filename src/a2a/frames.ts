@@ -1,0 +1,98 @@
+// Shape checks for what the kernel streams. Hot path: one check per frame, and the checked object is
+// returned as is (zod's copy is discarded) so unknown fields reach the projection untouched.
+// Only the discriminating key and the types of the fields the gateway reads are checked; every field
+// stays optional because protobuf JSON omits defaults (a2a-upstream §1.8).
+import { z } from "zod";
+import { RunError, type A2AStreamResponse, type A2ATask } from "../../operators/types.js";
+
+const jsonObject = z.looseObject({});
+const optionalString = z.string().optional();
+
+const part = z.looseObject({
+  text: optionalString,
+  raw: optionalString,
+  url: optionalString,
+  mediaType: optionalString,
+  filename: optionalString,
+  metadata: jsonObject.optional(),
+});
+
+const message = z.looseObject({
+  messageId: optionalString,
+  contextId: optionalString,
+  taskId: optionalString,
+  role: optionalString,
+  parts: z.array(part).optional(),
+  metadata: jsonObject.optional(),
+});
+
+const taskStatus = z.looseObject({
+  state: optionalString,
+  message: message.optional(),
+  timestamp: optionalString,
+});
+
+const artifact = z.looseObject({
+  artifactId: optionalString,
+  name: optionalString,
+  description: optionalString,
+  parts: z.array(part).optional(),
+  metadata: jsonObject.optional(),
+  extensions: z.array(z.string()).optional(),
+});
+
+const task = z.looseObject({
+  id: optionalString,
+  contextId: optionalString,
+  status: taskStatus.optional(),
+  history: z.array(message).optional(),
+  artifacts: z.array(artifact).optional(),
+  metadata: jsonObject.optional(),
+});
+
+const statusUpdate = z.looseObject({
+  taskId: optionalString,
+  contextId: optionalString,
+  status: taskStatus.optional(),
+  metadata: jsonObject.optional(),
+});
+
+const artifactUpdate = z.looseObject({
+  taskId: optionalString,
+  contextId: optionalString,
+  artifact: artifact.optional(),
+  append: z.boolean().optional(),
+  lastChunk: z.boolean().optional(),
+  metadata: jsonObject.optional(),
+});
+
+const streamPayloads = { task, statusUpdate, artifactUpdate, message } as const;
+type StreamKey = keyof typeof streamPayloads;
+const STREAM_KEYS = Object.keys(streamPayloads) as StreamKey[];
+
+export function invalidFrame(): RunError {
+  return new RunError("A2A_PROTOCOL_ERROR", "The A2A stream contained an invalid frame.");
+}
+
+/** A StreamResponse is a protobuf oneof: exactly one of the four payload keys, never zero or two. */
+export function decodeStreamResult(result: unknown): A2AStreamResponse {
+  if (!isPlainObject(result)) throw invalidFrame();
+  let found: StreamKey | undefined;
+  for (const key of STREAM_KEYS) {
+    if (result[key] === undefined) continue;
+    if (found !== undefined) throw invalidFrame();
+    found = key;
+  }
+  if (found === undefined || !streamPayloads[found].safeParse(result[found]).success) throw invalidFrame();
+  return result as A2AStreamResponse;
+}
+
+/** GetTask and CancelTask return the Task itself, without a wrapper key. */
+export function decodeTask(x: unknown): A2ATask {
+  if (!task.safeParse(x).success) throw invalidFrame();
+  return x as A2ATask;
+}
+
+export function isPlainObject(x: unknown): x is Record<string, unknown> {
+  return typeof x === "object" && x !== null && !Array.isArray(x);
+}

@@ -1,0 +1,97 @@
+#!/usr/bin/env node
+// agui-gateway: parse the configuration, start the upstream (demo or given URL), serve AG-UI.
+import { assertLoopbackA2AUrl } from "./a2a/index.js";
+import { ConfigError, loadConfig, type GatewayConfig } from "./config/index.js";
+import { startScriptedA2AServer, demoScript } from "./demo/index.js";
+import { SERVER_VERSION, createLogger, startGateway } from "./gateway.js";
+
+async function main(argv: string[]): Promise<number> {
+  let config: GatewayConfig;
+  try {
+    const result = loadConfig(argv, process.env);
+    if (result.kind === "help") {
+      process.stdout.write(result.text.endsWith("\n") ? result.text : `${result.text}\n`);
+      return 0;
+    }
+    if (result.kind === "version") {
+      process.stdout.write(`${SERVER_VERSION}\n`);
+      return 0;
+    }
+    config = result.config;
+    if (config.a2aUrl !== undefined && !config.demo) assertLoopbackA2AUrl(config.a2aUrl);
+  } catch (error) {
+    process.stderr.write(`agui-gateway: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+
+  const logger = createLogger({ debug: config.debug, destination: config.logStdout ? process.stdout : process.stderr });
+  let a2aUrl = config.a2aUrl;
+  let a2aToken = config.a2aToken;
+  const cleanups: (() => Promise<void>)[] = [];
+  if (config.demo) {
+    const demo = await startScriptedA2AServer({ script: demoScript });
+    cleanups.push(() => demo.close());
+    a2aUrl = demo.url;
+    a2aToken = undefined;
+    logger.info({ a2aUrl }, "built-in demo A2A upstream started");
+  }
+  if (a2aUrl === undefined) {
+    process.stderr.write(
+      "agui-gateway: no A2A upstream. Pass --a2a-url http://127.0.0.1:<port>/ (or IAC_CODE_AGUI_A2A_URL) for a running " +
+        "`iac-code a2a`, or --demo for the built-in demo upstream.\n",
+    );
+    return 1;
+  }
+
+  const gateway = await startGateway({
+    host: config.host,
+    port: config.port,
+    a2aUrl,
+    ...(a2aToken !== undefined && { a2aToken }),
+    ...(config.authToken !== undefined && { authToken: config.authToken }),
+    ...(config.allowedCwds !== undefined && { allowedRoots: config.allowedCwds }),
+    interruptTtlSeconds: config.interruptTtlSeconds,
+    heartbeatSeconds: config.heartbeatSeconds,
+    upstreamIdleTimeoutSeconds: config.upstreamIdleTimeoutSeconds,
+    logger,
+  });
+  cleanups.unshift(() => gateway.close());
+  process.stdout.write(banner(gateway.url, config));
+
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+  });
+  for (const cleanup of cleanups) await cleanup().catch(() => undefined);
+  return 0;
+}
+
+function banner(url: string, config: GatewayConfig): string {
+  const body = JSON.stringify({
+    threadId: "demo-thread-1",
+    runId: `run-${Date.now()}`,
+    state: {},
+    messages: [{ id: "message-1", role: "user", content: "Create a VPC template" }],
+    tools: [],
+    context: [],
+    forwardedProps: { iacCode: { schemaVersion: 1, rosInvocationId: "invocation-1", cwd: process.cwd(), runMode: "normal" } },
+  });
+  const auth = config.authToken ? ` -H 'Authorization: Bearer <token>'` : "";
+  return [
+    `agui-gateway ${SERVER_VERSION} listening on ${url}${config.demo ? " (built-in demo upstream)" : ""}`,
+    "Try it:",
+    `  curl -N ${url} -H 'Content-Type: application/json' -H 'Accept: text/event-stream'${auth} \\`,
+    `    -d '${body}'`,
+    "(each request needs a new runId; a prompt that mentions \"deploy\" asks for permission first)",
+    "",
+  ].join("\n");
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`agui-gateway: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+    process.exit(1);
+  },
+);

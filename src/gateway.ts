@@ -1,0 +1,113 @@
+// Wires the layers into a running gateway: config → A2A client → run service → Koa on node:http.
+import { readFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import pino, { type Logger } from "pino";
+import type { AguiOutput } from "../operators/index.js";
+import { A2AClient, SECRET_METADATA_KEYS } from "./a2a/index.js";
+import { createApp } from "./http/app.js";
+import { allowedRootsFromEnv } from "./runs/cwd.js";
+import { RunService } from "./runs/service.js";
+import { MemoryThreadStore, type ThreadStore } from "./state/thread-store.js";
+
+export interface GatewayOptions {
+  host: string;
+  port: number;
+  a2aUrl: string;
+  a2aToken?: string;
+  authToken?: string;
+  allowedRoots?: readonly string[];
+  store?: ThreadStore;
+  interruptTtlSeconds?: number;
+  heartbeatSeconds?: number;
+  upstreamIdleTimeoutSeconds?: number;
+  logger?: Logger;
+  onEvent?: (event: AguiOutput) => void;
+}
+
+export interface RunningGateway {
+  url: string;
+  port: number;
+  runs: RunService;
+  server: Server;
+  close(): Promise<void>;
+}
+
+export const SERVER_VERSION: string = readPackageVersion();
+
+function readPackageVersion(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 4; i++) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { name?: string; version?: string };
+      if (pkg.name === "agui-gateway" && pkg.version) return pkg.version;
+    } catch {
+      // not here; look one level up
+    }
+    dir = dirname(dir);
+  }
+  return "0.0.0";
+}
+
+/** Secrets never reach a log line: request metadata keys and auth headers are censored wherever they appear. */
+export function createLogger(options: { debug?: boolean; destination?: NodeJS.WritableStream } = {}): Logger {
+  const paths = ["req.headers.authorization", "headers.authorization", "authorization", "token", "a2aToken", "authToken",
+    "llmApiKey", "llmHeaders", "accessKeyId", "accessKeySecret", "securityToken",
+    ...SECRET_METADATA_KEYS.flatMap((k) => [k, `*.${k}`, `*.*.${k}`])];
+  return pino(
+    { level: options.debug ? "debug" : "info", redact: { paths, censor: "[redacted]" }, base: { service: "agui-gateway" } },
+    options.destination ?? process.stderr,
+  );
+}
+
+export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
+  const logger = options.logger ?? createLogger();
+  const a2a = new A2AClient({
+    url: options.a2aUrl,
+    ...(options.a2aToken !== undefined && { token: options.a2aToken }),
+    idleTimeoutMs: (options.upstreamIdleTimeoutSeconds ?? 0) * 1000,
+  });
+  const runs = new RunService({
+    store: options.store ?? new MemoryThreadStore(),
+    a2a,
+    logger,
+    interruptTtlMs: (options.interruptTtlSeconds ?? 540) * 1000,
+    heartbeatMs: (options.heartbeatSeconds ?? 15) * 1000,
+  });
+  const allowedRoots = options.allowedRoots ?? allowedRootsFromEnv(process.env, process.cwd());
+  const app = createApp({
+    runs,
+    logger,
+    allowedRoots,
+    serverVersion: SERVER_VERSION,
+    ...(options.authToken !== undefined && { authToken: options.authToken }),
+    ...(options.onEvent !== undefined && { onEvent: options.onEvent }),
+  });
+  const server = createServer(app.callback());
+  // SSE streams stay open far longer than Node's defaults allow an idle request.
+  server.requestTimeout = 0;
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = options.host.includes(":") ? `[${options.host}]` : options.host;
+  logger.info({ host: options.host, port, a2aUrl: options.a2aUrl, allowedRoots }, "gateway listening");
+  return {
+    url: `http://${host}:${port}/`,
+    port,
+    runs,
+    server,
+    close: async () => {
+      runs.stopAdmitting();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await a2a.close();
+    },
+  };
+}

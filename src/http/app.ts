@@ -1,0 +1,157 @@
+// The Koa application: middleware that each do one thing, composed here in the order of
+// reference-adapter §2.4 (auth → content type → size → JSON → object → language → envelope → admission).
+import { createHash, timingSafeEqual } from "node:crypto";
+import Router from "@koa/router";
+import { PROTOCOL_VERSION } from "@ag-ui/core";
+import Koa, { type Context, type Next } from "koa";
+import type { Logger } from "pino";
+import type { AguiOutput } from "../../operators/index.js";
+import { normalizeLanguage, resolveAcceptLanguage, type Language } from "../i18n/index.js";
+import { RunError } from "../../operators/index.js";
+import { resolveCwd } from "../runs/cwd.js";
+import { AdmissionError } from "../runs/errors.js";
+import { INPUT_ERROR_BASES, InputError, latestUserMessage, parseRunAgentInput, peekPreferredLanguage } from "../runs/input.js";
+import { buildUserParts } from "../runs/parts.js";
+import { runDigest, type RunService } from "../runs/service.js";
+import { CANCEL_BODY, RUN_BODY, parseJsonObject, readBody } from "./body.js";
+import { HttpError, httpErrors, invalidInput } from "./errors.js";
+import { writeSse } from "./sse.js";
+
+export const MAX_REQUEST_BYTES = 12 * 1024 * 1024;
+export const MAX_CANCEL_BYTES = 64 * 1024;
+
+export interface AppOptions {
+  runs: RunService;
+  logger: Logger;
+  allowedRoots: readonly string[];
+  authToken?: string;
+  serverVersion: string;
+  onEvent?: (event: AguiOutput) => void;
+}
+
+interface State {
+  language: Language;
+}
+
+const ROUTES: Record<string, string[]> = {
+  "/": ["POST"],
+  "/health": ["GET", "HEAD"],
+};
+const CANCEL_PATH = /^\/extensions\/iac-code\/v1\/executions\/[^/]+\/cancel$/;
+
+export function createApp(options: AppOptions): Koa<State> {
+  const app = new Koa<State>();
+  const router = new Router<State>();
+
+  router.get("/health", (ctx) => {
+    ctx.body = {
+      status: "ok",
+      protocol: "ag-ui",
+      protocolVersion: PROTOCOL_VERSION,
+      executionKernel: "a2a-1.0",
+      serverVersion: options.serverVersion,
+    };
+  });
+
+  router.post("/", requireAuth(options.authToken), requireJson, async (ctx) => {
+    const body = parseJsonObject(await readBody(ctx.req, MAX_REQUEST_BYTES, RUN_BODY), RUN_BODY);
+    ctx.state.language = normalizeLanguage(peekPreferredLanguage(body)) ?? ctx.state.language;
+    const admitted = await admitRun(options, body, ctx.state.language);
+    ctx.respond = false;
+    await writeSse(ctx.res, (gate) => options.runs.stream(admitted, gate), options.onEvent ? { onEvent: options.onEvent } : {});
+  });
+
+  router.post("/extensions/iac-code/v1/executions/:executionId/cancel", requireAuth(options.authToken), requireJson, async (ctx) => {
+    const body = parseJsonObject(await readBody(ctx.req, MAX_CANCEL_BYTES, CANCEL_BODY), CANCEL_BODY);
+    const { threadId, rosInvocationId } = body;
+    if (typeof threadId !== "string" || threadId === "" || typeof rosInvocationId !== "string" || rosInvocationId === "") {
+      throw new HttpError(400, "INVALID_INPUT", "threadId and rosInvocationId are required.");
+    }
+    const executionId = ctx.params.executionId!;
+    const outcome = await options.runs.cancel(executionId, threadId, rosInvocationId);
+    if (outcome === "not_found") throw new HttpError(404, "EXECUTION_NOT_FOUND", "The execution was not found.");
+    ctx.body = { executionId, status: outcome };
+  });
+
+  app.use(errorEnvelope(options.logger));
+  app.use(async (ctx, next) => {
+    ctx.state.language = resolveAcceptLanguage(ctx.get("Accept-Language") || undefined);
+    await next();
+  });
+  app.use(router.routes());
+  app.use(async (ctx) => {
+    // Nothing matched: a JSON 405 for a known path, a JSON 404 otherwise (never Koa's plain text).
+    const allowed = ROUTES[ctx.path] ?? (CANCEL_PATH.test(ctx.path) ? ["POST"] : undefined);
+    if (!allowed) throw httpErrors.notFound();
+    ctx.set("Allow", allowed.join(", "));
+    throw httpErrors.methodNotAllowed();
+  });
+  return app;
+}
+
+async function admitRun(options: AppOptions, body: Record<string, unknown>, language: Language) {
+  try {
+    const request = parseRunAgentInput(body);
+    const cwd = await resolveCwd(request.iacCode.cwd, options.allowedRoots);
+    let parts: ReturnType<typeof buildUserParts> = [];
+    let messageId = `agui-resume-${request.runId}`;
+    if (request.resume === undefined) {
+      const message = latestUserMessage(request.messages);
+      if (!message) throw new InputError(INPUT_ERROR_BASES.noUserMessage, "messages");
+      parts = buildUserParts(message, `messages.${request.messages.lastIndexOf(message)}`);
+      messageId = message.id;
+    }
+    const runLanguage = normalizeLanguage(request.iacCode.preferredLanguage) ?? language;
+    return await options.runs.admit(request, runDigest(body), cwd, parts, messageId, runLanguage);
+  } catch (error) {
+    if (error instanceof InputError) throw invalidInput(error);
+    if (error instanceof AdmissionError) throw new HttpError(error.status, error.code, error.english);
+    throw error;
+  }
+}
+
+function errorEnvelope(logger: Logger) {
+  return async (ctx: Context & { state: State }, next: Next) => {
+    try {
+      await next();
+    } catch (error) {
+      let http: HttpError;
+      if (error instanceof HttpError) http = error;
+      else if (error instanceof AdmissionError) http = new HttpError(error.status, error.code, error.english);
+      else if (error instanceof RunError) http = new HttpError(error.code === "STATE_PERSISTENCE_FAILED" ? 503 : 502, error.code, error.message);
+      else {
+        logger.error({ err: error, path: ctx.path }, "unexpected error");
+        http = httpErrors.internal();
+      }
+      if (ctx.headerSent || !ctx.writable) return;
+      ctx.status = http.status;
+      ctx.body = http.envelope(ctx.state.language ?? "en");
+      if (http.status === 413) ctx.set("Connection", "close");
+    }
+  };
+}
+
+function requireAuth(token: string | undefined) {
+  const expected = token ? digestOf(token) : undefined;
+  return async (ctx: Context, next: Next) => {
+    if (expected) {
+      const header = ctx.get("Authorization");
+      const space = header.indexOf(" ");
+      const scheme = space < 0 ? "" : header.slice(0, space);
+      const presented = space < 0 ? "" : header.slice(space + 1);
+      // Compare digests: equal length always, so the comparison time says nothing about the token.
+      if (scheme.toLowerCase() !== "bearer" || !timingSafeEqual(digestOf(presented), expected)) throw httpErrors.unauthorized();
+    }
+    await next();
+  };
+}
+
+function digestOf(text: string): Buffer {
+  return createHash("sha256").update(text, "utf8").digest();
+}
+
+async function requireJson(ctx: Context, next: Next) {
+  const type = (ctx.get("Content-Type").split(";")[0] ?? "").trim().toLowerCase();
+  if (type !== "application/json") throw httpErrors.unsupportedMediaType();
+  await next();
+}

@@ -1,0 +1,44 @@
+// The pre-SSE error envelope {"error":{"code","message"}}: English texts are localized at the edge.
+import { translate, type Language } from "../i18n/index.js";
+import type { InputError } from "../runs/input.js";
+
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    readonly english: string,
+    /** Appended after the localized text: the failing field and why (both localized where known). */
+    readonly detail?: { field: string; reason?: string },
+  ) {
+    super(english);
+    this.name = "HttpError";
+  }
+
+  localized(language: Language): string {
+    const head = translate(language, this.english);
+    if (!this.detail) return head;
+    const reason = this.detail.reason === undefined ? "" : `: ${translate(language, this.detail.reason)}`;
+    return `${head} ${this.detail.field}${reason}`;
+  }
+
+  envelope(language: Language): { error: { code: string; message: string } } {
+    return { error: { code: this.code, message: this.localized(language) } };
+  }
+}
+
+export function invalidInput(error: InputError): HttpError {
+  return new HttpError(
+    400,
+    "INVALID_INPUT",
+    error.base,
+    error.field === undefined ? undefined : { field: error.field, ...(error.reason !== undefined && { reason: error.reason }) },
+  );
+}
+
+export const httpErrors = {
+  unauthorized: () => new HttpError(401, "UNAUTHORIZED", "A valid bearer token is required."),
+  unsupportedMediaType: () => new HttpError(415, "UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json."),
+  notFound: () => new HttpError(404, "NOT_FOUND", "The requested resource was not found."),
+  methodNotAllowed: () => new HttpError(405, "METHOD_NOT_ALLOWED", "The method is not allowed for this resource."),
+  internal: () => new HttpError(500, "INTERNAL_ERROR", "The request could not be processed."),
+};

@@ -1,0 +1,83 @@
+// Observable<AguiOutput> → `data: <json>\n\n` records on the HTTP response (LF only: CRLF breaks
+// @ag-ui/client's parser), `: heartbeat\n\n` for heartbeats. When the socket buffer is full the flow gate
+// closes and the A2A client stops reading upstream until 'drain', so a slow reader never grows a buffer.
+import type { ServerResponse } from "node:http";
+import type { Observable } from "rxjs";
+import type { FlowGate } from "../a2a/index.js";
+import type { AguiOutput } from "../../operators/index.js";
+
+export const SSE_HEADERS = {
+  "Content-Type": "text/event-stream",
+  "Cache-Control": "no-cache",
+  "X-Accel-Buffering": "no",
+  Connection: "keep-alive",
+} as const;
+
+const HEARTBEAT_RECORD = ": heartbeat\n\n";
+
+export class DrainGate implements FlowGate {
+  private waiting: Promise<void> | undefined;
+  private release: (() => void) | undefined;
+
+  constructor(private readonly res: ServerResponse) {
+    res.on("drain", () => this.open());
+    res.on("close", () => this.open());
+  }
+
+  block(): void {
+    if (this.waiting) return;
+    this.waiting = new Promise((resolve) => (this.release = resolve));
+  }
+
+  ready(): Promise<void> | void {
+    return this.waiting;
+  }
+
+  private open(): void {
+    const release = this.release;
+    this.waiting = undefined;
+    this.release = undefined;
+    release?.();
+  }
+}
+
+export interface SseOptions {
+  /** Sees every event before it is written (self-check, metrics). */
+  onEvent?: (event: AguiOutput) => void;
+}
+
+/** Streams until the observable completes or the client goes away; resolves when the response is over. */
+export function writeSse(
+  res: ServerResponse,
+  events: (gate: FlowGate) => Observable<AguiOutput>,
+  options: SseOptions = {},
+): Promise<void> {
+  return new Promise((resolve) => {
+    res.writeHead(200, SSE_HEADERS);
+    res.flushHeaders();
+    const gate = new DrainGate(res);
+    let done = false;
+    const end = () => {
+      if (done) return;
+      done = true;
+      if (!res.writableEnded) res.end();
+      resolve();
+    };
+    const subscription = events(gate).subscribe({
+      next: (event) => {
+        options.onEvent?.(event);
+        const record = event.type === "HEARTBEAT" ? HEARTBEAT_RECORD : `data: ${JSON.stringify(event)}\n\n`;
+        if (!res.write(record)) gate.block();
+      },
+      error: end,
+      complete: end,
+    });
+    res.on("close", () => {
+      if (!done) {
+        done = true;
+        subscription.unsubscribe();
+        resolve();
+      }
+    });
+  });
+}

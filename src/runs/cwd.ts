@@ -1,0 +1,156 @@
+// Workspace (forwardedProps.iacCode.cwd) resolution and confinement (reference §3.4). The check runs
+// on the physical path so a symlink cannot lead a workspace out of the allowed roots.
+import { lstat, mkdir, readlink, realpath, stat } from "node:fs/promises";
+import path from "node:path";
+import { INPUT_ERROR_BASES as B, type InputErrorBase, InputError } from "./input.js";
+
+const CWD_FIELD = "forwardedProps.iacCode.cwd";
+// Same bound as Linux's MAXSYMLINKS: a cycle ends as "invalid" instead of looping.
+const MAX_SYMLINK_HOPS = 40;
+
+const cwdError = (base: InputErrorBase) => new InputError(base, CWD_FIELD);
+
+/** Allowed roots from IAC_CODE_AGUI_ALLOWED_CWDS, else IACCODE_A2A_ALLOWED_CWDS (split on path.delimiter, empty items dropped).
+ *  When neither is set: [serverCwd] only (deliberately stricter than the reference, which also allows the temp dir). */
+export function allowedRootsFromEnv(env: NodeJS.ProcessEnv, serverCwd: string): string[] {
+  for (const name of ["IAC_CODE_AGUI_ALLOWED_CWDS", "IACCODE_A2A_ALLOWED_CWDS"]) {
+    const items = (env[name] ?? "").split(path.delimiter).filter((item) => item.length > 0);
+    // A variable that is empty (or only delimiters) counts as unset, as `os.environ.get(...) or` does.
+    if (items.length > 0) return items.map((item) => path.resolve(serverCwd, item));
+  }
+  return [serverCwd];
+}
+
+/** Resolve and check a workspace; returns the resolved real path. Throws InputError (field forwardedProps.iacCode.cwd, no reason). */
+export async function resolveCwd(raw: string, allowedRoots: readonly string[]): Promise<string> {
+  // No ~ or $VAR expansion: "~/ws" is simply not absolute.
+  if (typeof raw !== "string" || raw.length === 0 || !path.isAbsolute(raw)) throw cwdError(B.cwdNotAbsolute);
+  if (raw.includes("\0")) throw cwdError(B.cwdInvalid);
+
+  const roots = await realRoots(allowedRoots);
+  const resolved = await physicalPath(path.resolve(raw));
+  if (!isUnderAny(resolved, roots)) throw cwdError(B.cwdOutsideRoots);
+
+  let existing;
+  try {
+    existing = await stat(resolved);
+  } catch (error) {
+    if (errorCode(error) === "ENOENT") return createWorkspace(resolved, roots);
+    if (errorCode(error) === "ENOTDIR") throw cwdError(B.cwdCannotCreate);
+    throw cwdError(B.cwdInvalid);
+  }
+  if (!existing.isDirectory()) throw cwdError(B.cwdNotDirectory);
+  return resolved;
+}
+
+async function createWorkspace(resolved: string, roots: readonly string[]): Promise<string> {
+  await mkdirParents(resolved);
+  // Re-check after creation: something may have swapped a component for a symlink meanwhile.
+  let created: string;
+  try {
+    created = await realpath(resolved);
+  } catch {
+    throw cwdError(B.cwdInvalid);
+  }
+  if (!isUnderAny(created, roots)) throw cwdError(B.cwdOutsideRoots);
+  return created;
+}
+
+/**
+ * mkdir -p, one component at a time. Not fs.mkdir({recursive}): on Node 20 it loops forever when
+ * mkdir reports ENOENT under an existing parent (procfs, some FUSE mounts); this loop is bounded
+ * by the number of path components.
+ */
+async function mkdirParents(target: string): Promise<void> {
+  const { root } = path.parse(target);
+  let current = root;
+  for (const component of target.slice(root.length).split(path.sep).filter(Boolean)) {
+    current = path.join(current, component);
+    try {
+      await mkdir(current, { mode: 0o700 });
+    } catch (error) {
+      if (errorCode(error) !== "EEXIST") throw cwdError(B.cwdCannotCreate);
+      const isDirectory = await stat(current).then((info) => info.isDirectory(), () => false);
+      if (!isDirectory) throw cwdError(B.cwdCannotCreate);
+    }
+  }
+}
+
+/** Real paths of the roots that exist and are directories; the others are ignored. */
+async function realRoots(allowedRoots: readonly string[]): Promise<string[]> {
+  const roots: string[] = [];
+  for (const root of allowedRoots) {
+    if (!path.isAbsolute(root)) continue;
+    try {
+      const real = await realpath(root);
+      if ((await stat(real)).isDirectory()) roots.push(real);
+    } catch {
+      // Missing or unreadable roots are dropped, as in the reference.
+    }
+  }
+  return roots;
+}
+
+/**
+ * The path with every symlink followed, component by component, like Python's resolve(strict=False):
+ * the existing prefix becomes its real path and the missing rest is appended. Unlike fs.realpath it also
+ * follows a dangling symlink, so `<root>/link-to-outside/new` is seen as outside before anything is created.
+ */
+async function physicalPath(absolute: string): Promise<string> {
+  const { root } = path.parse(absolute);
+  const pending = absolute.slice(root.length).split(path.sep).filter(Boolean).reverse();
+  let current = root;
+  let missing = false;
+  let hops = 0;
+  while (pending.length > 0) {
+    const component = pending.pop() as string;
+    if (component === ".") continue;
+    if (component === "..") {
+      current = path.dirname(current);
+      continue;
+    }
+    const candidate = path.join(current, component);
+    if (missing) {
+      current = candidate;
+      continue;
+    }
+    let info;
+    try {
+      info = await lstat(candidate);
+    } catch (error) {
+      const code = errorCode(error);
+      if (code !== "ENOENT" && code !== "ENOTDIR") throw cwdError(B.cwdInvalid);
+      missing = true;
+      current = candidate;
+      continue;
+    }
+    if (!info.isSymbolicLink()) {
+      current = candidate;
+      continue;
+    }
+    if (++hops > MAX_SYMLINK_HOPS) throw cwdError(B.cwdInvalid);
+    let target: string;
+    try {
+      target = await readlink(candidate);
+    } catch {
+      throw cwdError(B.cwdInvalid);
+    }
+    const targetRoot = path.parse(target).root;
+    if (targetRoot) current = targetRoot;
+    pending.push(...target.slice(targetRoot.length).split(path.sep).filter(Boolean).reverse());
+  }
+  return current;
+}
+
+/** Component-wise containment: /a/bc is not under /a/b. */
+function isUnderAny(candidate: string, roots: readonly string[]): boolean {
+  return roots.some((root) => {
+    if (candidate === root) return true;
+    const prefix = root.endsWith(path.sep) ? root : root + path.sep;
+    return candidate.startsWith(prefix);
+  });
+}
+
+function errorCode(error: unknown): string | undefined {
+  return typeof error === "object" && error !== null ? (error as { code?: string }).code : undefined;
+}

@@ -1,0 +1,239 @@
+// Validation of the POST / body: the open AG-UI RunAgentInput envelope plus the strict
+// forwardedProps.iacCode extension. Every failure is an InputError whose message names the field,
+// built only from the catalog texts below (the i18n catalog translates them by exact text).
+import type { Message } from "@ag-ui/core";
+import { z } from "zod";
+
+export type AguiMessage = Message;
+export type AguiUserMessage = Extract<Message, { role: "user" }>;
+
+/** Base texts of INVALID_INPUT errors; the i18n catalog keys on these exact strings. */
+export const INPUT_ERROR_BASES = {
+  envelope: "Invalid AG-UI RunAgentInput envelope.",
+  forwardedProps: "Invalid iac-code forwarded properties.",
+  noUserMessage: "A new run requires a user message.",
+  contentInvalid: "The user message content is invalid.",
+  unsupportedPart: "Only text and inline data images are supported.",
+  remoteMedia: "Remote media URLs are not supported.",
+  imageMediaType: "The image media type is not supported.",
+  imageBase64: "The image data is not valid base64.",
+  imageTooLarge: "An image exceeds the maximum size.",
+  imagesTooLarge: "The total image content exceeds the maximum size.",
+  cwdNotAbsolute: "The iac-code workspace must be an absolute path.",
+  cwdInvalid: "The iac-code workspace is invalid.",
+  cwdOutsideRoots: "The iac-code workspace is outside the allowed roots.",
+  cwdNotDirectory: "The iac-code workspace is not a directory.",
+  cwdCannotCreate: "The iac-code workspace cannot be created.",
+  clientTools: "Client-defined tools are not supported.",
+} as const;
+export type InputErrorBase = (typeof INPUT_ERROR_BASES)[keyof typeof INPUT_ERROR_BASES];
+
+/** Reason texts that follow the field path; also catalog keys. */
+export const INPUT_ERROR_REASONS = {
+  unknownField: "Unknown field.",
+  missing: "Required field is missing.",
+  string: "Expected a string.",
+  nonEmptyString: "Expected a non-empty string.",
+  boolean: "Expected a boolean.",
+  integer: "Expected an integer.",
+  positiveInteger: "Expected a positive integer.",
+  object: "Expected an object.",
+  array: "Expected an array.",
+  numberOne: "Expected the number 1.",
+  length1to256: "Expected 1 to 256 characters.",
+  allowedValue: "Expected one of the allowed values.",
+  invalid: "Invalid value.",
+} as const;
+export type InputErrorReason = (typeof INPUT_ERROR_REASONS)[keyof typeof INPUT_ERROR_REASONS];
+
+const REASON_TEXTS: ReadonlySet<string> = new Set(Object.values(INPUT_ERROR_REASONS));
+const R = INPUT_ERROR_REASONS;
+const B = INPUT_ERROR_BASES;
+
+export class InputError extends Error {
+  readonly code = "INVALID_INPUT";
+  constructor(
+    readonly base: InputErrorBase,
+    readonly field?: string,
+    readonly reason?: InputErrorReason,
+  ) {
+    // A field without a reason happens when the base text already says what is wrong (cwd, tools).
+    super(base + (field ? ` ${field}` + (reason ? `: ${reason}` : "") : ""));
+    this.name = "InputError";
+  }
+}
+
+export interface IacCodeProps {
+  schemaVersion: 1;
+  rosInvocationId: string;
+  cwd: string;
+  model?: string;
+  llmApiKey?: string;
+  llmHeaders?: Record<string, string>;
+  thinking?: { enabled: boolean; effort?: string; budget?: number };
+  userId?: string;
+  channel?: string;
+  preferredLanguage?: string;
+  candidatePresentation?: "standard" | "rich";
+  runMode?: "normal" | "pipeline";
+  pipelineName?: string;
+  cleanupOnly: boolean;
+  alibabaCloud?: { accessKeyId?: string; accessKeySecret?: string; securityToken?: string; regionId?: string };
+}
+
+export interface ResumeEntry {
+  interruptId: string;
+  status: "resolved" | "cancelled";
+  payload?: unknown;
+}
+
+export interface RunRequest {
+  threadId: string;
+  runId: string;
+  parentRunId?: string;
+  messages: AguiMessage[];
+  resume?: ResumeEntry[];
+  iacCode: IacCodeProps;
+}
+
+// --- schemas: every leaf carries its catalog reason as the zod message ---------------------------
+
+const str = () => z.string({ error: R.string });
+const nonEmptyStr = () => z.string({ error: R.nonEmptyString }).min(1, { error: R.nonEmptyString });
+const bool = () => z.boolean({ error: R.boolean });
+const strictObj = <S extends z.core.$ZodLooseShape>(shape: S) => z.strictObject(shape, { error: R.object });
+const looseObj = <S extends z.core.$ZodLooseShape>(shape: S) => z.looseObject(shape, { error: R.object });
+
+// Python's len() counts code points, not UTF-16 units; the reference limit is in code points.
+const codePointLength = (s: string): number => {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+};
+
+const iacCodeSchema = strictObj({
+  schemaVersion: z.literal(1, { error: R.numberOne }),
+  rosInvocationId: str().refine((s) => {
+    const n = codePointLength(s);
+    return n >= 1 && n <= 256;
+  }, { error: R.length1to256 }),
+  cwd: str(),
+  model: str().optional(),
+  llmApiKey: str().optional(),
+  llmHeaders: z.record(z.string(), str(), { error: R.object }).optional(),
+  thinking: strictObj({
+    enabled: bool().default(false),
+    effort: str().optional(),
+    budget: z.int({ error: R.positiveInteger }).positive({ error: R.positiveInteger }).optional(),
+  }).optional(),
+  userId: str().optional(),
+  channel: str().optional(),
+  preferredLanguage: str().optional(),
+  candidatePresentation: z.enum(["standard", "rich"], { error: R.allowedValue }).optional(),
+  runMode: z.enum(["normal", "pipeline"], { error: R.allowedValue }).optional(),
+  pipelineName: str().optional(),
+  cleanupOnly: bool().default(false),
+  alibabaCloud: strictObj({
+    accessKeyId: str().optional(),
+    accessKeySecret: str().optional(),
+    securityToken: str().optional(),
+    regionId: str().optional(),
+  }).optional(),
+});
+
+const MESSAGE_ROLES = ["developer", "system", "assistant", "user", "tool", "activity", "reasoning"] as const;
+
+const messageSchema = looseObj({
+  id: str(),
+  role: z.enum(MESSAGE_ROLES, { error: R.allowedValue }),
+}).superRefine((message, ctx) => {
+  if (message.role !== "user") return;
+  const content = (message as { content?: unknown }).content;
+  if (typeof content === "string" || Array.isArray(content)) return;
+  ctx.addIssue({ code: "custom", path: ["content"], input: content, message: R.invalid });
+});
+
+const resumeEntrySchema = looseObj({
+  interruptId: nonEmptyStr(),
+  status: z.enum(["resolved", "cancelled"], { error: R.allowedValue }),
+  payload: z.unknown().optional(),
+  metadata: z.record(z.string(), z.unknown(), { error: R.object }).optional(),
+});
+
+// Key order here is the order fields are checked in, so the reported failure is deterministic.
+// Optional standard fields accept null as absent, as the AG-UI models do.
+const envelopeSchema = looseObj({
+  threadId: nonEmptyStr(),
+  runId: nonEmptyStr(),
+  parentRunId: str().nullish(),
+  protocolVersion: str().nullish(),
+  state: z.custom<unknown>((value) => value !== undefined, { error: R.missing }),
+  messages: z.array(messageSchema, { error: R.array }),
+  tools: z.array(z.unknown(), { error: R.array }).refine((tools) => tools.length === 0, { error: B.clientTools }),
+  context: z.array(z.unknown(), { error: R.array }),
+  forwardedProps: strictObj({ iacCode: iacCodeSchema }),
+  resume: z.array(resumeEntrySchema, { error: R.array }).nullish(),
+});
+
+function issueToError(issue: z.core.$ZodIssue): InputError {
+  const path = issue.path.map(String);
+  const base: InputErrorBase = path[0] === "forwardedProps" ? B.forwardedProps : B.envelope;
+  if (issue.code === "unrecognized_keys") {
+    return new InputError(base, [...path, issue.keys[0] ?? ""].join("."), R.unknownField);
+  }
+  const field = path.join(".");
+  if (issue.message === B.clientTools) return new InputError(B.clientTools, field);
+  // Issues carry `input` (reportInput); JSON has no undefined, so undefined means the key is absent.
+  if (issue.input === undefined) return new InputError(base, field, R.missing);
+  const reason = REASON_TEXTS.has(issue.message) ? (issue.message as InputErrorReason) : R.invalid;
+  return new InputError(base, field, reason);
+}
+
+/** body is already a parsed JSON object. Throws InputError. */
+export function parseRunAgentInput(body: Record<string, unknown>): RunRequest {
+  const parsed = envelopeSchema.safeParse(body, { reportInput: true });
+  if (!parsed.success) {
+    const first = parsed.error.issues[0];
+    throw first ? issueToError(first) : new InputError(B.envelope);
+  }
+  const data = parsed.data;
+  const request: RunRequest = {
+    threadId: data.threadId,
+    runId: data.runId,
+    // Messages are passed on as the client sent them; only their envelope shape was checked.
+    messages: body["messages"] as AguiMessage[],
+    iacCode: data.forwardedProps.iacCode,
+  };
+  if (typeof data.parentRunId === "string") request.parentRunId = data.parentRunId;
+  if (data.resume) {
+    request.resume = data.resume.map((entry) => {
+      const out: ResumeEntry = { interruptId: entry.interruptId, status: entry.status };
+      if ("payload" in entry) out.payload = entry.payload;
+      return out;
+    });
+  }
+  return request;
+}
+
+/** Reads preferredLanguage without validating anything else (used to localize errors before validation); undefined if absent/not a string. */
+export function peekPreferredLanguage(body: Record<string, unknown>): string | undefined {
+  const props = body["forwardedProps"];
+  if (!isPlainObject(props)) return undefined;
+  const iacCode = props["iacCode"];
+  if (!isPlainObject(iacCode)) return undefined;
+  const language = iacCode["preferredLanguage"];
+  return typeof language === "string" ? language : undefined;
+}
+
+/** The last message with role "user", wherever it sits in the list. */
+export function latestUserMessage(messages: readonly AguiMessage[]): AguiUserMessage | undefined {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i];
+    if (message?.role === "user") return message;
+  }
+  return undefined;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,384 @@
+// Run orchestration: admission under a per-thread lock, the A2A call behind each run, durability of
+// what a run reveals (persist first, then emit), disconnects and the cancel extension.
+import { createHash, randomUUID } from "node:crypto";
+import { EventType, type Interrupt } from "@ag-ui/core";
+import type { Logger } from "pino";
+import { catchError, defer, finalize, tap, throwError, type Observable } from "rxjs";
+import {
+  RunError,
+  canonicalJson,
+  createAguiPipeline,
+  type A2APart,
+  type AguiEvent,
+  type AguiOutput,
+  type RequiredInput,
+} from "../../operators/index.js";
+import { A2AJsonRpcError, buildIacCodeMetadata, buildUserMessage, contextIdForThread, type A2AClient, type FlowGate } from "../a2a/index.js";
+import { normalizeLanguage, translate, type Language } from "../i18n/index.js";
+import { StateUnavailableError, type ThreadRecord, type ThreadStore } from "../state/thread-store.js";
+import { AdmissionError, admission } from "./errors.js";
+import type { RunRequest } from "./input.js";
+import { KeyedLock } from "./keyed-lock.js";
+
+export interface RunServiceOptions {
+  store: ThreadStore;
+  a2a: A2AClient;
+  logger: Logger;
+  /** 0 = interrupts never expire. */
+  interruptTtlMs: number;
+  heartbeatMs: number;
+  newExecutionId?: () => string;
+}
+
+/** An admitted run: everything its stream needs, decided under the thread lock. */
+export interface RunTicket {
+  readonly request: RunRequest;
+  readonly record: ThreadRecord;
+  readonly language: Language;
+  readonly kind: "turn" | "resume";
+  readonly parts: A2APart[];
+  readonly messageId: string;
+  readonly startedAt: number;
+  /** Set once the run's terminal event has been produced (after its durable writes). */
+  terminal?: AguiEvent;
+  /** The run ended at an interrupt: it no longer depends on its connection. */
+  interrupted: boolean;
+}
+
+export type CancelOutcome = "cancelled" | "already_terminal" | "not_found";
+
+export function runDigest(body: unknown): string {
+  return createHash("sha256").update(canonicalJson(body), "utf8").digest("hex");
+}
+
+export class RunService {
+  private readonly lock = new KeyedLock();
+  /** Threads with a live run or pending interrupts stay loaded; others are read lazily from the store. */
+  private readonly threads = new Map<string, ThreadRecord>();
+  private readonly activeRuns = new Map<string, RunTicket>();
+  private readonly saves = new Map<string, Promise<void>>();
+  private readonly newExecutionId: () => string;
+  private accepting = true;
+
+  constructor(private readonly options: RunServiceOptions) {
+    this.newExecutionId = options.newExecutionId ?? randomUUID;
+  }
+
+  get activeRunCount(): number {
+    return this.activeRuns.size;
+  }
+
+  /** Stop admitting runs (graceful shutdown); running streams carry on. */
+  stopAdmitting(): void {
+    this.accepting = false;
+  }
+
+  /**
+   * Admission (reference-adapter §8.1). `digest` covers the raw request body; `parts` were built and
+   * checked before, so nothing invalid ever takes a run id.
+   */
+  admit(request: RunRequest, digest: string, cwd: string, parts: A2APart[], messageId: string, language: Language): Promise<RunTicket> {
+    return this.lock.run(request.threadId, async () => {
+      if (!this.accepting) throw admission.shuttingDown();
+      const { threadId, runId, iacCode } = request;
+      const isResume = request.resume !== undefined;
+      let record = await this.loadThread(threadId);
+      const before = record ? structuredClone(record) : undefined;
+      if (!record) {
+        if (isResume) throw admission.executionLost();
+        record = newThreadRecord(threadId, cwd, iacCode.userId ?? null, iacCode.rosInvocationId, this.newExecutionId());
+      } else {
+        const seen = record.runDigests[runId];
+        if (seen !== undefined) throw seen === digest ? admission.duplicateRunId() : admission.runIdConflict();
+        if (this.activeRuns.has(threadId)) throw admission.threadBusy();
+        if (record.cwd !== cwd || record.userId !== (iacCode.userId ?? null)) throw admission.bindingConflict();
+        const pending = Object.keys(record.execution.pending).length > 0;
+        if (isResume) {
+          if (record.execution.rosInvocationId !== iacCode.rosInvocationId) throw admission.resumeMismatch();
+        } else if (pending) {
+          throw admission.resumeRequired();
+        } else {
+          rotateExecution(record, iacCode.rosInvocationId, this.newExecutionId());
+        }
+      }
+      record.runDigests[runId] = digest;
+      const ticket: RunTicket = {
+        request,
+        record,
+        language,
+        kind: isResume ? "resume" : "turn",
+        parts,
+        messageId,
+        startedAt: Date.now(),
+        interrupted: false,
+      };
+      this.threads.set(threadId, record);
+      this.activeRuns.set(threadId, ticket);
+      try {
+        await this.persist(record);
+      } catch (error) {
+        this.activeRuns.delete(threadId);
+        if (before) this.threads.set(threadId, before);
+        else this.threads.delete(threadId);
+        this.options.logger.warn({ err: error, threadId }, "admission write failed");
+        throw admission.stateUnavailable();
+      }
+      return ticket;
+    });
+  }
+
+  /** The run's AG-UI stream. Unsubscribing before its terminal event is a client disconnect. */
+  stream(ticket: RunTicket, flow: FlowGate): Observable<AguiOutput> {
+    const { request, record, language } = ticket;
+    const execution = record.execution;
+    const staged: { inputs: RequiredInput[]; interrupts: Interrupt[] } = { inputs: [], interrupts: [] };
+    const message = buildUserMessage({
+      messageId: ticket.messageId,
+      contextId: record.contextId,
+      parts: ticket.parts,
+      metadata: buildIacCodeMetadata({ ...request.iacCode, cwd: record.cwd, language }),
+    });
+    const frames = defer(() => this.options.a2a.sendStreamingMessage(message, { flow })).pipe(
+      catchError((error: unknown) => throwError(() => toRunError(error))),
+    );
+    return frames.pipe(
+      createAguiPipeline({
+        threadId: request.threadId,
+        runId: request.runId,
+        ...(request.parentRunId !== undefined && { parentRunId: request.parentRunId }),
+        contextId: record.contextId,
+        session: {
+          executionId: execution.executionId,
+          rosInvocationId: execution.rosInvocationId,
+          ...(record.iacCodeSessionId !== null && { sessionId: record.iacCodeSessionId }),
+          emitOn: "ids",
+        },
+        appliedInputIds: record.appliedResumeDigests
+          .filter((d) => d.executionId === execution.executionId)
+          .map((d) => d.interruptId),
+        interruptTtlMs: this.options.interruptTtlMs,
+        heartbeat: { intervalMs: this.options.heartbeatMs },
+        language,
+        translate: (english, lang) => translate(normalizeLanguage(lang) ?? language, english),
+        observer: {
+          taskId: (taskId) => {
+            execution.taskId = taskId;
+          },
+          sessionId: (sessionId) => {
+            record.iacCodeSessionId = sessionId;
+          },
+          interrupts: (inputs, interrupts) => {
+            staged.inputs = inputs;
+            staged.interrupts = interrupts;
+          },
+        },
+        commit: (event) => this.commitBeforeEmit(ticket, event, staged),
+      }),
+      tap((item) => {
+        if (item.type === EventType.RUN_FINISHED || item.type === EventType.RUN_ERROR) ticket.terminal = item;
+      }),
+      finalize(() => void this.release(ticket)),
+    );
+  }
+
+  /** Persist what `event` reveals before it is written; fail closed by cancelling the A2A task. */
+  private commitBeforeEmit(
+    ticket: RunTicket,
+    event: AguiEvent,
+    staged: { inputs: RequiredInput[]; interrupts: Interrupt[] },
+  ): Promise<void> | undefined {
+    const record = ticket.record;
+    if (event.type === EventType.CUSTOM && (event as { name: string }).name === "iac-code.session.v1") {
+      return this.persist(record).catch((error) =>
+        this.failClosed(ticket, error, "The execution mapping could not be committed."),
+      );
+    }
+    if (event.type === EventType.RUN_FINISHED && (event as { outcome?: { type: string } }).outcome?.type === "interrupt") {
+      // Marked before the write, so a client that drops now does not cancel a run that is parking.
+      ticket.interrupted = true;
+      for (const [i, input] of staged.inputs.entries()) {
+        const expiresAt = staged.interrupts[i]?.expiresAt;
+        record.execution.pending[input.value.inputId] = {
+          value: input.value,
+          sideband: input.sideband,
+          ...(expiresAt !== undefined && { expiresAt }),
+        };
+      }
+      return this.persist(record).catch((error) => {
+        record.execution.pending = {};
+        ticket.interrupted = false;
+        return this.failClosed(ticket, error, "The interrupted execution state could not be committed.");
+      });
+    }
+    return undefined;
+  }
+
+  private async failClosed(ticket: RunTicket, error: unknown, english: string): Promise<never> {
+    this.options.logger.error({ err: error, threadId: ticket.request.threadId }, english);
+    await this.cancelUpstream(ticket.record);
+    markTerminal(ticket.record);
+    await this.persist(ticket.record).catch(() => undefined);
+    throw new RunError("STATE_PERSISTENCE_FAILED", english);
+  }
+
+  private async release(ticket: RunTicket): Promise<void> {
+    const { threadId } = ticket.request;
+    const record = ticket.record;
+    if (!ticket.terminal && !ticket.interrupted && Object.keys(record.execution.pending).length === 0) {
+      // The client left an active run: nobody will read it, so stop the work upstream.
+      await this.cancelUpstream(record);
+    }
+    await this.lock.run(threadId, async () => {
+      if (this.activeRuns.get(threadId) === ticket) this.activeRuns.delete(threadId);
+      if (Object.keys(record.execution.pending).length === 0) {
+        markTerminal(record);
+        await this.persist(record).catch((error) => this.options.logger.warn({ err: error, threadId }, "end-of-run write failed"));
+        this.threads.delete(threadId);
+      }
+    });
+    this.logRun(ticket);
+  }
+
+  private logRun(ticket: RunTicket): void {
+    const t = ticket.terminal as { type?: string; code?: string; outcome?: { type: string } } | undefined;
+    this.options.logger.info(
+      {
+        threadId: ticket.request.threadId,
+        runId: ticket.request.runId,
+        executionId: ticket.record.execution.executionId,
+        taskId: ticket.record.execution.taskId ?? ticket.record.execution.lastTaskId,
+        outcome: t === undefined ? "disconnected" : t.type === EventType.RUN_ERROR ? "error" : t.outcome?.type ?? "success",
+        ...(t?.code !== undefined && { code: t.code }),
+        durationMs: Date.now() - ticket.startedAt,
+      },
+      "run finished",
+    );
+  }
+
+  private async cancelUpstream(record: ThreadRecord): Promise<void> {
+    const taskId = record.execution.taskId;
+    if (taskId === null) return;
+    try {
+      await this.options.a2a.cancelTask(taskId);
+    } catch (error) {
+      this.options.logger.warn({ err: error, taskId }, "CancelTask failed");
+    }
+  }
+
+  /** The cancel extension (reference-adapter §8.3); upstream failures surface as A2A_UNAVAILABLE. */
+  cancel(executionId: string, threadId: string, rosInvocationId: string): Promise<CancelOutcome> {
+    return this.lock.run(threadId, async () => {
+      const record = await this.loadThread(threadId);
+      if (!record) return "not_found";
+      const execution = record.execution;
+      if (execution.executionId !== executionId) {
+        return record.terminalExecutionIds.includes(executionId) ? "already_terminal" : "not_found";
+      }
+      if (execution.rosInvocationId !== rosInvocationId) return "not_found";
+      const live = this.activeRuns.has(threadId);
+      const pending = Object.keys(execution.pending).length > 0;
+      if (!live && !pending && execution.taskId === null) return "already_terminal";
+      if (execution.taskId !== null) {
+        try {
+          await this.options.a2a.cancelTask(execution.taskId);
+        } catch (error) {
+          // -32002: the kernel already finished the task.
+          if (!(error instanceof A2AJsonRpcError && error.code === -32002)) throw toRunError(error, "A2A_UNAVAILABLE");
+        }
+      }
+      execution.pending = {};
+      markTerminal(record);
+      this.threads.set(threadId, record);
+      await this.persist(record);
+      if (!live) this.threads.delete(threadId);
+      return "cancelled";
+    });
+  }
+
+  private async loadThread(threadId: string): Promise<ThreadRecord | undefined> {
+    const cached = this.threads.get(threadId);
+    if (cached) return cached;
+    try {
+      return await this.options.store.load(threadId);
+    } catch (error) {
+      if (error instanceof StateUnavailableError) {
+        this.options.logger.warn({ err: error, threadId }, "thread state unavailable");
+        throw admission.stateUnavailable();
+      }
+      throw error;
+    }
+  }
+
+  /** Writes of one thread are queued, each serializing the record as it is when its turn comes. */
+  private persist(record: ThreadRecord): Promise<void> {
+    const previous = this.saves.get(record.threadId) ?? Promise.resolve();
+    const next = previous.catch(() => undefined).then(() => this.options.store.save(record));
+    this.saves.set(record.threadId, next);
+    void next.catch(() => undefined).then(() => {
+      if (this.saves.get(record.threadId) === next) this.saves.delete(record.threadId);
+    });
+    return next;
+  }
+}
+
+function newThreadRecord(threadId: string, cwd: string, userId: string | null, rosInvocationId: string, executionId: string): ThreadRecord {
+  return {
+    schemaVersion: 1,
+    threadId,
+    contextId: contextIdForThread(threadId),
+    cwd,
+    userId,
+    iacCodeSessionId: null,
+    execution: {
+      executionId,
+      rosInvocationId,
+      taskId: null,
+      lastTaskId: null,
+      pipelineSequence: 0,
+      pipelineOpenSteps: [],
+      pending: {},
+    },
+    runDigests: {},
+    appliedResumeDigests: [],
+    terminalExecutionIds: [],
+  };
+}
+
+/** A new normal turn starts a new execution; the context and the iac-code session are kept. */
+function rotateExecution(record: ThreadRecord, rosInvocationId: string, executionId: string): void {
+  const old = record.execution;
+  if (!record.terminalExecutionIds.includes(old.executionId)) record.terminalExecutionIds.push(old.executionId);
+  record.execution = {
+    executionId,
+    rosInvocationId,
+    taskId: null,
+    lastTaskId: old.taskId ?? old.lastTaskId,
+    pipelineSequence: 0,
+    pipelineOpenSteps: [],
+    pending: {},
+  };
+}
+
+function markTerminal(record: ThreadRecord): void {
+  const execution = record.execution;
+  if (execution.taskId !== null) execution.lastTaskId = execution.taskId;
+  execution.taskId = null;
+  if (!record.terminalExecutionIds.includes(execution.executionId)) record.terminalExecutionIds.push(execution.executionId);
+}
+
+/** Edge errors → the run's error code. */
+export function toRunError(error: unknown, fallback: "A2A_EXECUTION_FAILED" | "A2A_UNAVAILABLE" = "A2A_EXECUTION_FAILED"): RunError {
+  if (error instanceof RunError) return error;
+  if (error instanceof A2AJsonRpcError) {
+    const data = error.data as { code?: unknown; retryable?: unknown } | undefined;
+    if (data && typeof data === "object" && data.code === "SESSION_BACKUP_NOT_READY" && data.retryable === true) {
+      return new RunError("SESSION_BACKUP_NOT_READY", "Session backup is still synchronizing. Retry after 3 seconds.");
+    }
+    return fallback === "A2A_UNAVAILABLE"
+      ? new RunError("A2A_UNAVAILABLE", "The local A2A execution service is unavailable.")
+      : new RunError("A2A_EXECUTION_FAILED", "The A2A execution failed.");
+  }
+  return new RunError("A2A_UNAVAILABLE", "The local A2A execution service is unavailable.");
+}
+
+export { AdmissionError };

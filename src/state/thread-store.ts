@@ -1,0 +1,71 @@
+// Per-thread protocol state: the binding of an AG-UI thread to its A2A context and workspace, the
+// current execution, pending interrupts and idempotency data. Never message text or secrets.
+import type { InputValue } from "../../operators/index.js";
+
+export interface PendingEntry {
+  /** The allowlist-filtered A2A input the interrupt was built from. */
+  value: InputValue;
+  /** Published by a concurrent pipeline wait: answered with SendMessage, not a stream. */
+  sideband: boolean;
+  /** ISO-8601 UTC; absent when interrupts do not expire. */
+  expiresAt?: string;
+}
+
+export interface ExecutionRecord {
+  executionId: string;
+  rosInvocationId: string;
+  taskId: string | null;
+  lastTaskId: string | null;
+  pipelineSequence: number;
+  pipelineOpenSteps: string[];
+  pending: Record<string, PendingEntry>;
+}
+
+export interface AppliedResumeDigest {
+  executionId: string;
+  interruptId: string;
+  digest: string;
+}
+
+export interface ThreadRecord {
+  schemaVersion: 1;
+  threadId: string;
+  contextId: string;
+  cwd: string;
+  userId: string | null;
+  iacCodeSessionId: string | null;
+  execution: ExecutionRecord;
+  /** runId → sha256 of the canonical request; run ids are single-use per thread. */
+  runDigests: Record<string, string>;
+  appliedResumeDigests: AppliedResumeDigest[];
+  terminalExecutionIds: string[];
+}
+
+/** The thread's state cannot be read (corrupt, unreadable, symlinked): 503 STATE_UNAVAILABLE for that thread only. */
+export class StateUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "StateUnavailableError";
+  }
+}
+
+export interface ThreadStore {
+  /** undefined when the thread has never been seen. Throws StateUnavailableError. */
+  load(threadId: string): Promise<ThreadRecord | undefined>;
+  /** Durable once the promise resolves (atomic replace). Throws on failure. */
+  save(record: ThreadRecord): Promise<void>;
+}
+
+/** In-process store: the same contract without a disk, for tests and embedders. */
+export class MemoryThreadStore implements ThreadStore {
+  private readonly threads = new Map<string, ThreadRecord>();
+
+  async load(threadId: string): Promise<ThreadRecord | undefined> {
+    const record = this.threads.get(threadId);
+    return record ? structuredClone(record) : undefined;
+  }
+
+  async save(record: ThreadRecord): Promise<void> {
+    this.threads.set(record.threadId, structuredClone(record));
+  }
+}
