@@ -61,6 +61,8 @@ export interface ProjectA2AOptions {
   session?: SessionInfo;
   /** Inputs already answered in this execution: seeing them again is not a new interrupt. */
   appliedInputIds?: Iterable<string>;
+  /** Live form of appliedInputIds, for answers accepted while the run streams (a resume). */
+  isInputApplied?: (inputId: string) => boolean;
   /** Interrupts already announced, by id: a repeated sighting keeps its object (ids, schema, expiresAt). */
   knownInterrupts?: ReadonlyMap<string, Interrupt>;
   /** 0 or absent: interrupts never expire. */
@@ -106,7 +108,8 @@ export function projectA2A(options: ProjectA2AOptions): OperatorFunction<A2AStre
     new Observable<ProjectedItem>((subscriber) => {
       const { threadId, runId, observer } = options;
       const session = options.session;
-      const applied = new Set(options.appliedInputIds ?? []);
+      const appliedIds = new Set(options.appliedInputIds ?? []);
+      const isApplied = options.isInputApplied ?? ((id: string) => appliedIds.has(id));
       const durableSteps = new Set(options.openSteps ?? []);
       const runSteps = new Set<string>();
       const openMessages = new Set<string>();
@@ -462,7 +465,7 @@ export function projectA2A(options: ProjectA2AOptions): OperatorFunction<A2AStre
         }
         statusText(frame, result, iac);
 
-        const pending = requiredInputs(iac).filter((input) => !applied.has(input.value.inputId));
+        const pending = requiredInputs(iac).filter((input) => !isApplied(input.value.inputId));
         if (pending.length > 0) return onInterrupt(pending);
 
         const state = normalizeState(result.status?.state);

@@ -566,6 +566,8 @@ describe("iac-code extension routes", () => {
     expect(await c.ensureSessionRestored(request)).toBe(true);
     reply = { status: 404, body: { status: "not_found" } };
     expect(await c.ensureSessionRestored(request)).toBe(false);
+    reply = { status: 404, body: { error: "Not Found" } };
+    expect(await c.ensureSessionRestored(request)).toBe("unsupported");
     reply = { status: 409, body: { error: { code: "SESSION_BACKUP_NOT_READY", message: "wait", retryable: true } } };
     const notReady = await c.ensureSessionRestored(request).catch((error: unknown) => error);
     expectRunError(notReady, "SESSION_BACKUP_NOT_READY");

@@ -126,10 +126,14 @@ export class A2AClient {
   }
 
   /** iac-code explicit session restore (newer kernels); 404 = the session cannot be restored. */
-  async ensureSessionRestored(body: { cwd: string; sessionId: string; taskId?: string }): Promise<boolean> {
+  /**
+   * "unsupported" when the kernel has no such route (iac-code 0.13 and plain A2A servers): the session
+   * then lives as long as the kernel process, and GetTask is the only check left.
+   */
+  async ensureSessionRestored(body: { cwd: string; sessionId: string; taskId?: string }): Promise<boolean | "unsupported"> {
     const url = new URL("iac-code/session/ensure-restored", this.base);
     const reply = await this.rest(url, "POST", JSON.stringify(body), [404, 409]);
-    if (reply.status === 404) return false;
+    if (reply.status === 404) return isPlainObject(reply.json) && reply.json.status === "not_found" ? false : "unsupported";
     if (reply.status === 409) {
       const error = isPlainObject(reply.json) ? reply.json.error : undefined;
       if (isPlainObject(error) && error.code === "SESSION_BACKUP_NOT_READY" && error.retryable === true) {

@@ -3,12 +3,28 @@
 import { createHash, randomUUID } from "node:crypto";
 import { EventType, type Interrupt } from "@ag-ui/core";
 import type { Logger } from "pino";
-import { catchError, defer, finalize, tap, throwError, type Observable } from "rxjs";
+import {
+  EMPTY,
+  concat,
+  concatMap,
+  defer,
+  catchError,
+  finalize,
+  from,
+  map,
+  of,
+  tap,
+  throwError,
+  throwIfEmpty,
+  type Observable,
+} from "rxjs";
 import {
   RunError,
   canonicalJson,
   createAguiPipeline,
   type A2APart,
+  type A2AStreamResponse,
+  type A2ATask,
   type AguiEvent,
   type AguiOutput,
   type RequiredInput,
@@ -19,6 +35,7 @@ import { StateUnavailableError, type ThreadRecord, type ThreadStore } from "../s
 import { AdmissionError, admission } from "./errors.js";
 import type { RunRequest } from "./input.js";
 import { KeyedLock } from "./keyed-lock.js";
+import { encodeAnswer, interruptsOf, planResume, type PlannedAnswer } from "./resume.js";
 
 export interface RunServiceOptions {
   store: ThreadStore;
@@ -92,6 +109,11 @@ export class RunService {
         if (seen !== undefined) throw seen === digest ? admission.duplicateRunId() : admission.runIdConflict();
         if (this.activeRuns.has(threadId)) throw admission.threadBusy();
         if (record.cwd !== cwd || record.userId !== (iacCode.userId ?? null)) throw admission.bindingConflict();
+        if (!isResume && allExpired(record, Date.now())) {
+          // Nobody answered in time: the interrupt is gone and so is the parked A2A task.
+          void this.cancelUpstream(structuredClone(record));
+          record.execution.pending = {};
+        }
         const pending = Object.keys(record.execution.pending).length > 0;
         if (isResume) {
           if (record.execution.rosInvocationId !== iacCode.rosInvocationId) throw admission.resumeMismatch();
@@ -132,34 +154,33 @@ export class RunService {
     const { request, record, language } = ticket;
     const execution = record.execution;
     const staged: { inputs: RequiredInput[]; interrupts: Interrupt[] } = { inputs: [], interrupts: [] };
-    const message = buildUserMessage({
-      messageId: ticket.messageId,
-      contextId: record.contextId,
-      parts: ticket.parts,
-      metadata: buildIacCodeMetadata({ ...request.iacCode, cwd: record.cwd, language }),
-    });
-    const frames = defer(() => this.options.a2a.sendStreamingMessage(message, { flow })).pipe(
-      catchError((error: unknown) => throwError(() => toRunError(error))),
-    );
+    const resume = ticket.kind === "resume";
+    const translateFor = (english: string, lang?: string) => translate(normalizeLanguage(lang) ?? language, english);
+    const frames = resume ? this.resumeFrames(ticket, flow) : this.turnFrames(ticket, flow);
     return frames.pipe(
       createAguiPipeline({
         threadId: request.threadId,
         runId: request.runId,
         ...(request.parentRunId !== undefined && { parentRunId: request.parentRunId }),
         contextId: record.contextId,
+        ...(resume && execution.taskId !== null && { taskId: execution.taskId }),
         session: {
           executionId: execution.executionId,
           rosInvocationId: execution.rosInvocationId,
           ...(record.iacCodeSessionId !== null && { sessionId: record.iacCodeSessionId }),
-          emitOn: "ids",
+          // A resume announces the session once the kernel accepted the answer (its first frame).
+          emitOn: resume ? "first-frame" : "ids",
         },
-        appliedInputIds: record.appliedResumeDigests
-          .filter((d) => d.executionId === execution.executionId)
-          .map((d) => d.interruptId),
+        // Read live: answers accepted during this run count too.
+        isInputApplied: (inputId) =>
+          record.appliedResumeDigests.some((d) => d.executionId === execution.executionId && d.interruptId === inputId),
+        knownInterrupts: new Map(interruptsOf(execution.pending, translateFor).map((i) => [i.id, i])),
+        openSteps: execution.pipelineOpenSteps,
+        historyFallback: !resume,
         interruptTtlMs: this.options.interruptTtlMs,
         heartbeat: { intervalMs: this.options.heartbeatMs },
         language,
-        translate: (english, lang) => translate(normalizeLanguage(lang) ?? language, english),
+        translate: translateFor,
         observer: {
           taskId: (taskId) => {
             execution.taskId = taskId;
@@ -171,6 +192,12 @@ export class RunService {
             staged.inputs = inputs;
             staged.interrupts = interrupts;
           },
+          steps: (open) => {
+            execution.pipelineOpenSteps = open;
+          },
+          pipelineCursor: (sequence) => {
+            execution.pipelineSequence = sequence;
+          },
         },
         commit: (event) => this.commitBeforeEmit(ticket, event, staged),
       }),
@@ -178,6 +205,177 @@ export class RunService {
         if (item.type === EventType.RUN_FINISHED || item.type === EventType.RUN_ERROR) ticket.terminal = item;
       }),
       finalize(() => void this.release(ticket)),
+    );
+  }
+
+  private turnFrames(ticket: RunTicket, flow: FlowGate): Observable<A2AStreamResponse> {
+    const { request, record, language } = ticket;
+    const message = buildUserMessage({
+      messageId: ticket.messageId,
+      contextId: record.contextId,
+      parts: ticket.parts,
+      metadata: buildIacCodeMetadata({ ...request.iacCode, cwd: record.cwd, language }),
+    });
+    return defer(() => this.options.a2a.sendStreamingMessage(message, { flow })).pipe(
+      catchError((error: unknown) => throwError(() => toRunError(error))),
+    );
+  }
+
+  /**
+   * A resume: restore the session, check the task, reconcile the pending set, validate every answer,
+   * then deliver each one to the same A2A task. Nothing is removed from pending before A2A accepted it.
+   */
+  private resumeFrames(ticket: RunTicket, flow: FlowGate): Observable<A2AStreamResponse> {
+    const { record } = ticket;
+    const execution = record.execution;
+    return defer(async () => {
+      try {
+        const task = execution.taskId !== null && Object.keys(execution.pending).length > 0 ? await this.checkTask(ticket) : undefined;
+        const plan = planResume(record, ticket.request.resume ?? [], task, Date.now());
+        await this.persist(record).catch((error) =>
+          this.failClosed(ticket, error, "The interrupted execution state could not be committed."),
+        );
+        return plan;
+      } catch (error) {
+        if (error instanceof RunError && (error.code === "EXECUTION_EXPIRED" || error.code === "EXECUTION_LOST") && execution.taskId !== null) {
+          if (error.code === "EXECUTION_EXPIRED") await this.cancelUpstream(record);
+          execution.pending = {};
+          markTerminal(record);
+          await this.persist(record).catch(() => undefined);
+        }
+        throw error;
+      }
+    }).pipe(
+      concatMap((plan): Observable<A2AStreamResponse> => {
+        if (plan.kind === "announce") return of(pendingFrame(record));
+        if (plan.kind === "cancel") return from(this.cancelByAnswer(ticket));
+        return this.deliverAnswers(ticket, plan.answers, flow);
+      }),
+    );
+  }
+
+  /** Session restore and task identity before anything is sent (reference-adapter §4.4 steps 2–3). */
+  private async checkTask(ticket: RunTicket): Promise<A2ATask> {
+    const { record } = ticket;
+    const taskId = record.execution.taskId!;
+    if (record.iacCodeSessionId !== null) {
+      const restored = await this.options.a2a.ensureSessionRestored({ cwd: record.cwd, sessionId: record.iacCodeSessionId, taskId });
+      if (restored === false) throw new RunError("EXECUTION_LOST", "The iac-code session to resume is unavailable.");
+    }
+    let task: A2ATask;
+    try {
+      task = await this.options.a2a.getTask(taskId);
+    } catch (error) {
+      if (error instanceof A2AJsonRpcError && error.code === -32001) {
+        throw new RunError("EXECUTION_LOST", "The A2A task to resume is unavailable.");
+      }
+      throw toRunError(error, "A2A_UNAVAILABLE");
+    }
+    if (task.id !== taskId || (task.contextId !== undefined && task.contextId !== "" && task.contextId !== record.contextId)) {
+      throw new RunError("A2A_PROTOCOL_ERROR", "The A2A task identity does not match the interrupted run.");
+    }
+    return task;
+  }
+
+  private async cancelByAnswer(ticket: RunTicket): Promise<never> {
+    const { record } = ticket;
+    try {
+      if (record.execution.taskId !== null) await this.options.a2a.cancelTask(record.execution.taskId);
+    } catch (error) {
+      if (!(error instanceof A2AJsonRpcError && error.code === -32002)) throw toRunError(error, "A2A_UNAVAILABLE");
+    }
+    record.execution.pending = {};
+    markTerminal(record);
+    await this.persist(record).catch(() => undefined);
+    throw new RunError("CANCELLED", "The execution was cancelled by the interrupt response.");
+  }
+
+  /**
+   * Every answer reaches A2A: sideband permissions by SendMessage each, then the task is observed
+   * (snapshot, subscribe); otherwise all answers but the last by SendMessage, the last as a stream whose
+   * first frame is the acceptance.
+   */
+  private deliverAnswers(ticket: RunTicket, answers: PlannedAnswer[], flow: FlowGate): Observable<A2AStreamResponse> {
+    const { record } = ticket;
+    const taskId = record.execution.taskId!;
+    const sideband = answers.every((a) => a.pending.value.kind === "permission" && a.pending.sideband);
+    const toolResults = answers.flatMap((a) => {
+      const result = encodeAnswer(a, taskId, record.contextId).toolResult;
+      return result ? [toolFrame(taskId, record.contextId, result)] : [];
+    });
+    const send = async (answer: PlannedAnswer, messageId: string) => {
+      await this.options.a2a.sendMessage(this.answerMessage(ticket, answer, messageId), { timeoutMs: 3_600_000 }).catch((error) => {
+        throw rejected(error);
+      });
+      await this.accept(ticket, [answer]);
+    };
+    if (sideband) {
+      return defer(async () => {
+        for (const answer of answers) await send(answer, `agui-resume-${answer.entry.interruptId}`);
+      }).pipe(concatMap(() => concat(of(...toolResults), this.observeTask(taskId, flow))));
+    }
+    const last = answers[answers.length - 1]!;
+    const streamed = defer(() =>
+      this.options.a2a.sendStreamingMessage(
+        this.answerMessage(ticket, last, `agui-resume-${ticket.request.runId}-${last.entry.interruptId}`),
+        { flow },
+      ),
+    ).pipe(
+      catchError((error: unknown) => throwError(() => rejected(error))),
+      throwIfEmpty(() => new RunError("A2A_UNAVAILABLE", "The A2A interrupt response was not accepted.")),
+      concatMap((frame, index) =>
+        index === 0 ? from(this.accept(ticket, [last])).pipe(concatMap(() => of(frame, ...toolResults))) : of(frame),
+      ),
+    );
+    return concat(
+      defer(async () => {
+        for (const answer of answers.slice(0, -1)) await send(answer, `agui-resume-${ticket.request.runId}-${answer.entry.interruptId}`);
+      }).pipe(concatMap(() => EMPTY)),
+      streamed,
+      // The kernel may close the answer stream before the turn's end: follow the task to its real end.
+      defer(() => this.observeTask(taskId, flow)),
+    );
+  }
+
+  private answerMessage(ticket: RunTicket, answer: PlannedAnswer, messageId: string) {
+    const { request, record, language } = ticket;
+    const encoded = encodeAnswer(answer, record.execution.taskId!, record.contextId);
+    return buildUserMessage({
+      messageId,
+      contextId: record.contextId,
+      taskId: record.execution.taskId!,
+      parts: encoded.parts,
+      metadata: { ...buildIacCodeMetadata({ ...request.iacCode, cwd: record.cwd, language }), ...encoded.metadata },
+    });
+  }
+
+  /** The kernel took these answers: record them so a replay never applies them twice. */
+  private async accept(ticket: RunTicket, answers: PlannedAnswer[]): Promise<void> {
+    const { record } = ticket;
+    for (const answer of answers) {
+      const id = answer.entry.interruptId;
+      record.appliedResumeDigests = record.appliedResumeDigests.filter(
+        (d) => !(d.executionId === record.execution.executionId && d.interruptId === id),
+      );
+      record.appliedResumeDigests.push({ executionId: record.execution.executionId, interruptId: id, digest: answer.digest });
+      delete record.execution.pending[id];
+    }
+    await this.persist(record).catch((error) =>
+      this.failClosed(ticket, error, "The accepted interrupt response could not be committed."),
+    );
+  }
+
+  /** Snapshot then live frames of a task; a task that is no longer active answers with its final snapshot. */
+  private observeTask(taskId: string, flow: FlowGate): Observable<A2AStreamResponse> {
+    const snapshot = defer(() => this.options.a2a.getTask(taskId)).pipe(map((task) => ({ task: withoutText(task) })));
+    return this.options.a2a.subscribeToTask(taskId, { flow }).pipe(
+      map((frame) => ("task" in frame ? { task: withoutText(frame.task) } : frame)),
+      catchError((error: unknown) => {
+        if (error instanceof A2AJsonRpcError) return snapshot;
+        return throwError(() => toRunError(error, "A2A_UNAVAILABLE"));
+      }),
+      (live) => concat(live, snapshot),
+      catchError((error: unknown) => throwError(() => toRunError(error, "A2A_UNAVAILABLE"))),
     );
   }
 
@@ -364,6 +562,51 @@ function markTerminal(record: ThreadRecord): void {
   if (execution.taskId !== null) execution.lastTaskId = execution.taskId;
   execution.taskId = null;
   if (!record.terminalExecutionIds.includes(execution.executionId)) record.terminalExecutionIds.push(execution.executionId);
+}
+
+function allExpired(record: ThreadRecord, now: number): boolean {
+  const entries = Object.values(record.execution.pending);
+  return entries.length > 0 && entries.every((e) => e.expiresAt !== undefined && Date.parse(e.expiresAt) <= now);
+}
+
+/** A frame that shows the whole pending set, so the projection announces it as one interrupt outcome. */
+function pendingFrame(record: ThreadRecord): A2AStreamResponse {
+  return {
+    statusUpdate: {
+      taskId: record.execution.taskId!,
+      contextId: record.contextId,
+      status: { state: "TASK_STATE_INPUT_REQUIRED" },
+      metadata: { iac_code: { pendingPermissions: Object.values(record.execution.pending).map((p) => ({ ...p.value, required: true })) } },
+    },
+  };
+}
+
+function toolFrame(taskId: string, contextId: string, result: { toolCallId: string; content: string }): A2AStreamResponse {
+  return {
+    statusUpdate: {
+      taskId,
+      contextId,
+      status: { state: "TASK_STATE_WORKING" },
+      metadata: { iac_code: { tool: { status: "completed", toolUseId: result.toolCallId, result: result.content } } },
+    },
+  };
+}
+
+/** A snapshot's text was already streamed by earlier runs; only its state, tools and inputs matter now. */
+function withoutText(task: A2ATask): A2ATask {
+  const { history: _history, ...rest } = task;
+  if (!rest.status?.message) return rest;
+  const { message: _message, ...status } = rest.status;
+  return { ...rest, status };
+}
+
+/** The kernel refused an answer before accepting it: the interrupt stays pending and can be retried. */
+function rejected(error: unknown): RunError {
+  const mapped = toRunError(error, "A2A_UNAVAILABLE");
+  if (error instanceof A2AJsonRpcError && mapped.code === "A2A_UNAVAILABLE") {
+    return new RunError("A2A_UNAVAILABLE", "The local A2A execution service rejected the interrupt response.");
+  }
+  return mapped;
 }
 
 /** Edge errors → the run's error code. */
