@@ -3,6 +3,7 @@ import { EventType } from "@ag-ui/core";
 import type { ObservableInput, OperatorFunction } from "rxjs";
 import { balanceSpans } from "./balance-spans.js";
 import { commitBeforeEmit } from "./commit-before-emit.js";
+import { dedupePipeline } from "./dedupe-pipeline.js";
 import { mergeHeartbeat } from "./merge-heartbeat.js";
 import { namespaceCustom } from "./namespace-custom.js";
 import { projectA2A, type ProjectA2AOptions } from "./project-a2a.js";
@@ -10,6 +11,7 @@ import { RunError, type A2AStreamResponse, type AguiEvent, type AguiOutput } fro
 
 export { balanceSpans } from "./balance-spans.js";
 export { commitBeforeEmit, type CommitBeforeEmitOptions } from "./commit-before-emit.js";
+export { dedupePipeline, type DedupePipelineOptions } from "./dedupe-pipeline.js";
 export { mergeHeartbeat, type MergeHeartbeatOptions } from "./merge-heartbeat.js";
 export { namespaceCustom, PIPELINE_CUSTOM_EVENT_TYPES } from "./namespace-custom.js";
 export {
@@ -27,6 +29,8 @@ export { canonicalJson } from "./lib/json.js";
 export * from "./types.js";
 
 export interface AguiPipelineOptions extends ProjectA2AOptions {
+  /** Pipeline sequence delivered by earlier runs of this execution (the persisted cursor). */
+  pipelineSequence?: number;
   /** Heartbeat markers while idle: on by default, every 15 s. */
   heartbeat?: boolean | { intervalMs: number };
   /**
@@ -44,7 +48,11 @@ export interface AguiPipelineOptions extends ProjectA2AOptions {
 export function createAguiPipeline(options: AguiPipelineOptions): OperatorFunction<A2AStreamResponse, AguiOutput> {
   const translate = options.translate ?? ((english: string) => english);
   return (frames) => {
-    let events = frames.pipe(projectA2A(options), namespaceCustom());
+    let events = frames.pipe(
+      dedupePipeline(options.pipelineSequence !== undefined ? { afterSequence: options.pipelineSequence } : {}),
+      projectA2A(options),
+      namespaceCustom(),
+    );
     const commit = options.commit;
     if (commit) {
       events = events.pipe(

@@ -1,6 +1,8 @@
 // A2A 1.0 stream → one AG-UI run (reference-adapter §5). Emits RUN_STARTED on subscribe, the projected
 // events of every frame, and exactly one terminal event; iac-code signals without a standard event leave
 // as IAC_CODE_SIGNAL for namespaceCustom. Open spans at the end are balanceSpans' job, not this stage's.
+// Besides the kernel's keys, `metadata.iac_code.pipelineSnapshot` (the body of the kernel's
+// /iac-code/pipeline/state, put there by the edge before a resume) becomes an ACTIVITY_SNAPSHOT.
 import { EventType, type Interrupt, type TokenUsage } from "@ag-ui/core";
 import { Observable, asyncScheduler, type OperatorFunction, type SchedulerLike } from "rxjs";
 import {
@@ -118,7 +120,7 @@ export function projectA2A(options: ProjectA2AOptions): OperatorFunction<A2AStre
       const endedTools = new Set<string>();
       const toolResults = new Set<string>();
       const usage = new Map<string, Required<Pick<TokenUsage, "inputTokens" | "outputTokens" | "totalTokens" | "cachedInputTokens">> & TokenUsage>();
-      const pipelineRunId = options.pipelineRunId ?? `pipeline-${threadId}`;
+      let pipelineRunId = options.pipelineRunId ?? `pipeline-${threadId}`;
       let taskId = options.taskId;
       let sessionId = session?.sessionId;
       let sessionEmitted = false;
@@ -322,19 +324,38 @@ export function projectA2A(options: ProjectA2AOptions): OperatorFunction<A2AStre
               stepEvent(EventType.STEP_STARTED, key);
             }
             reportSteps();
-          } else if (STEP_FINISH_TYPES.has(eventType) && durableSteps.delete(key)) {
+          } else if (STEP_FINISH_TYPES.has(eventType)) {
+            const wasDurable = durableSteps.delete(key);
             if (runSteps.delete(key)) {
               stepEvent(EventType.STEP_FINISHED, key);
             } else {
-              // The completion of a step this run never opened (seen in recovery): a zero-length pair.
+              // The completion of a step this run never opened (its start was missed): a zero-length pair.
               const t = now();
               stepEvent(EventType.STEP_STARTED, key, t);
               stepEvent(EventType.STEP_FINISHED, key, t);
             }
-            reportSteps();
+            if (wasDurable) reportSteps();
           }
         }
         signal("pipeline", envelope);
+      };
+
+      /** The kernel's pipeline state fetched before a resume: one ACTIVITY_SNAPSHOT, replacing the client's view. */
+      const recoverySnapshot = (snapshot: Record<string, unknown>) => {
+        if (typeof snapshot.pipelineRunId === "string" && snapshot.pipelineRunId !== "") pipelineRunId = snapshot.pipelineRunId;
+        emit({
+          type: EventType.ACTIVITY_SNAPSHOT,
+          messageId: `pipeline:${pipelineRunId}`,
+          activityType: "iac-code.pipeline.v1",
+          content: { schemaVersion: 1, pipelineRunId, snapshot },
+          replace: true,
+          timestamp: now(),
+        } as AguiEvent);
+        const lastSequence = toCount(snapshot.lastSequence);
+        if (lastSequence !== undefined && lastSequence > pipelineCursor) {
+          pipelineCursor = lastSequence;
+          observer?.pipelineCursor?.(lastSequence);
+        }
       };
 
       // --- frames --------------------------------------------------------------------------------
@@ -433,6 +454,7 @@ export function projectA2A(options: ProjectA2AOptions): OperatorFunction<A2AStre
           if (session.emitOn === "first-frame" || (taskId !== undefined && sessionId !== undefined)) emitSession();
         }
         if (iac) {
+          if (isObject(iac.pipelineSnapshot)) recoverySnapshot(iac.pipelineSnapshot);
           const batch = iac.pipelineBatch;
           if (isObject(batch) && Array.isArray(batch.events)) for (const e of batch.events) pipelineEnvelope(e);
           if (iac.pipeline !== undefined) pipelineEnvelope(iac.pipeline);

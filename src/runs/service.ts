@@ -176,6 +176,7 @@ export class RunService {
           record.appliedResumeDigests.some((d) => d.executionId === execution.executionId && d.interruptId === inputId),
         knownInterrupts: new Map(interruptsOf(execution.pending, translateFor).map((i) => [i.id, i])),
         openSteps: execution.pipelineOpenSteps,
+        pipelineSequence: execution.pipelineSequence,
         historyFallback: !resume,
         interruptTtlMs: this.options.interruptTtlMs,
         heartbeat: { intervalMs: this.options.heartbeatMs },
@@ -235,7 +236,8 @@ export class RunService {
         await this.persist(record).catch((error) =>
           this.failClosed(ticket, error, "The interrupted execution state could not be committed."),
         );
-        return plan;
+        const recovery = plan.kind === "apply" ? await this.pipelineRecovery(record) : undefined;
+        return { plan, recovery };
       } catch (error) {
         if (error instanceof RunError && (error.code === "EXECUTION_EXPIRED" || error.code === "EXECUTION_LOST") && execution.taskId !== null) {
           if (error.code === "EXECUTION_EXPIRED") await this.cancelUpstream(record);
@@ -246,10 +248,10 @@ export class RunService {
         throw error;
       }
     }).pipe(
-      concatMap((plan): Observable<A2AStreamResponse> => {
+      concatMap(({ plan, recovery }): Observable<A2AStreamResponse> => {
         if (plan.kind === "announce") return of(pendingFrame(record));
         if (plan.kind === "cancel") return from(this.cancelByAnswer(ticket));
-        return this.deliverAnswers(ticket, plan.answers, flow);
+        return this.deliverAnswers(ticket, plan.answers, flow, recovery ? [recovery] : []);
       }),
     );
   }
@@ -295,7 +297,12 @@ export class RunService {
    * (snapshot, subscribe); otherwise all answers but the last by SendMessage, the last as a stream whose
    * first frame is the acceptance.
    */
-  private deliverAnswers(ticket: RunTicket, answers: PlannedAnswer[], flow: FlowGate): Observable<A2AStreamResponse> {
+  private deliverAnswers(
+    ticket: RunTicket,
+    answers: PlannedAnswer[],
+    flow: FlowGate,
+    recovery: A2AStreamResponse[],
+  ): Observable<A2AStreamResponse> {
     const { record } = ticket;
     const taskId = record.execution.taskId!;
     const sideband = answers.every((a) => a.pending.value.kind === "permission" && a.pending.sideband);
@@ -312,7 +319,7 @@ export class RunService {
     if (sideband) {
       return defer(async () => {
         for (const answer of answers) await send(answer, `agui-resume-${answer.entry.interruptId}`);
-      }).pipe(concatMap(() => concat(of(...toolResults), this.observeTask(taskId, flow))));
+      }).pipe(concatMap(() => concat(of(...recovery, ...toolResults), this.observeTask(taskId, flow))));
     }
     const last = answers[answers.length - 1]!;
     const streamed = defer(() =>
@@ -324,7 +331,8 @@ export class RunService {
       catchError((error: unknown) => throwError(() => rejected(error))),
       throwIfEmpty(() => new RunError("A2A_UNAVAILABLE", "The A2A interrupt response was not accepted.")),
       concatMap((frame, index) =>
-        index === 0 ? from(this.accept(ticket, [last])).pipe(concatMap(() => of(frame, ...toolResults))) : of(frame),
+        // Missed pipeline events are shown once the answer is accepted, before what follows it.
+        index === 0 ? from(this.accept(ticket, [last])).pipe(concatMap(() => of(...recovery, frame, ...toolResults))) : of(frame),
       ),
     );
     return concat(
@@ -363,6 +371,24 @@ export class RunService {
     await this.persist(record).catch((error) =>
       this.failClosed(ticket, error, "The accepted interrupt response could not be committed."),
     );
+  }
+
+  /** What parallel pipeline work emitted while the run was parked (reference-adapter §4.4 step 5). */
+  private async pipelineRecovery(record: ThreadRecord): Promise<A2AStreamResponse | undefined> {
+    const execution = record.execution;
+    if (execution.taskId === null || (execution.pipelineSequence === 0 && execution.pipelineOpenSteps.length === 0)) return undefined;
+    const state = await this.options.a2a.pipelineState(execution.taskId, execution.pipelineSequence).catch((error: unknown) => {
+      this.options.logger.warn({ err: error, taskId: execution.taskId }, "pipeline recovery failed");
+      return null;
+    });
+    if (!state || typeof state.snapshot !== "object" || state.snapshot === null) return undefined;
+    return {
+      statusUpdate: {
+        taskId: execution.taskId,
+        contextId: record.contextId,
+        metadata: { iac_code: { pipelineSnapshot: state.snapshot, pipelineBatch: { events: state.events ?? [] } } },
+      },
+    } as A2AStreamResponse;
   }
 
   /** Snapshot then live frames of a task; a task that is no longer active answers with its final snapshot. */

@@ -1,0 +1,74 @@
+// Drops pipeline envelopes the stream already delivered (a batch replayed after a reconnect, recovery
+// events that overlap the live stream). Keyed on `eventId` first; `sequence` decides only for envelopes
+// without an id. Sequences have gaps (coalesced deltas) and terminal acks arrive out of order, so an
+// envelope with a new id is kept even below the highest sequence seen — the reference drops it and loses
+// the late handoff frame.
+import { Observable, type OperatorFunction } from "rxjs";
+import { isObject, toCount } from "./lib/json.js";
+import type { A2AStreamResponse, JsonObject } from "./types.js";
+
+export interface DedupePipelineOptions {
+  /** Sequence already delivered by earlier runs (the persisted cursor); only id-less envelopes use it. */
+  afterSequence?: number;
+}
+
+export function dedupePipeline(options: DedupePipelineOptions = {}): OperatorFunction<A2AStreamResponse, A2AStreamResponse> {
+  return (source) =>
+    new Observable<A2AStreamResponse>((subscriber) => {
+      const seen = new Set<string>();
+      let last = options.afterSequence ?? 0;
+
+      const fresh = (envelope: unknown): boolean => {
+        if (!isObject(envelope)) return true;
+        const id = envelope.eventId;
+        const sequence = toCount(envelope.sequence);
+        if (typeof id === "string" && id !== "") {
+          if (seen.has(id)) return false;
+          seen.add(id);
+        } else if (sequence !== undefined && sequence > 0 && sequence <= last) {
+          return false;
+        }
+        if (sequence !== undefined && sequence > last) last = sequence;
+        return true;
+      };
+
+      return source.subscribe({
+        next: (frame) => {
+          const iac = iacCodeOf(frame);
+          if (!iac || (iac.pipeline === undefined && iac.pipelineBatch === undefined)) return subscriber.next(frame);
+          let changed: JsonObject | undefined;
+          if (iac.pipeline !== undefined && !fresh(iac.pipeline)) {
+            changed = { ...iac };
+            delete changed.pipeline;
+          }
+          const batch = iac.pipelineBatch;
+          if (isObject(batch) && Array.isArray(batch.events)) {
+            const kept = batch.events.filter(fresh);
+            if (kept.length !== batch.events.length) {
+              changed ??= { ...iac };
+              changed.pipelineBatch = { ...batch, events: kept };
+            }
+          }
+          subscriber.next(changed ? withIacCode(frame, changed) : frame);
+        },
+        error: (e) => subscriber.error(e),
+        complete: () => subscriber.complete(),
+      });
+    });
+}
+
+function payloadOf(frame: A2AStreamResponse): { metadata?: JsonObject } {
+  const f = frame as Record<string, { metadata?: JsonObject }>;
+  return (f.statusUpdate ?? f.task ?? f.artifactUpdate ?? f.message)!;
+}
+
+function iacCodeOf(frame: A2AStreamResponse): JsonObject | undefined {
+  const iac = payloadOf(frame)?.metadata?.iac_code;
+  return isObject(iac) ? iac : undefined;
+}
+
+/** A copy of the frame with another iac_code object; the original frame is never mutated. */
+function withIacCode(frame: A2AStreamResponse, iac: JsonObject): A2AStreamResponse {
+  const [key, payload] = Object.entries(frame)[0] as [string, { metadata?: JsonObject }];
+  return { [key]: { ...payload, metadata: { ...payload.metadata, iac_code: iac } } } as unknown as A2AStreamResponse;
+}
