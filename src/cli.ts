@@ -47,6 +47,7 @@ async function main(argv: string[]): Promise<number> {
     host: config.host,
     port: config.port,
     a2aUrl,
+    stateDir: config.stateDir,
     ...(a2aToken !== undefined && { a2aToken }),
     ...(config.authToken !== undefined && { authToken: config.authToken }),
     ...(config.allowedCwds !== undefined && { allowedRoots: config.allowedCwds }),

@@ -10,6 +10,7 @@ import { A2AClient, SECRET_METADATA_KEYS } from "./a2a/index.js";
 import { createApp } from "./http/app.js";
 import { allowedRootsFromEnv } from "./runs/cwd.js";
 import { RunService } from "./runs/service.js";
+import { FileThreadStore } from "./state/file-store.js";
 import { MemoryThreadStore, type ThreadStore } from "./state/thread-store.js";
 
 export interface GatewayOptions {
@@ -19,6 +20,8 @@ export interface GatewayOptions {
   a2aToken?: string;
   authToken?: string;
   allowedRoots?: readonly string[];
+  /** Durable thread files live here; without it (and without `store`) state is kept in memory. */
+  stateDir?: string;
   store?: ThreadStore;
   interruptTtlSeconds?: number;
   heartbeatSeconds?: number;
@@ -70,7 +73,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     idleTimeoutMs: (options.upstreamIdleTimeoutSeconds ?? 0) * 1000,
   });
   const runs = new RunService({
-    store: options.store ?? new MemoryThreadStore(),
+    store: options.store ?? (options.stateDir !== undefined ? new FileThreadStore({ dir: options.stateDir }) : new MemoryThreadStore()),
     a2a,
     logger,
     interruptTtlMs: (options.interruptTtlSeconds ?? 540) * 1000,

@@ -98,8 +98,9 @@ export function planResume(record: ThreadRecord, entries: ResumeEntry[], task: A
     for (const input of requiredInputs(iac)) {
       const id = input.value.inputId;
       if (applied(record, id) !== undefined) continue;
-      if (pending[id]) {
-        if (input.sideband) pending[id].sideband = true;
+      const existing = Object.hasOwn(pending, id) ? pending[id] : undefined;
+      if (existing) {
+        if (input.sideband) existing.sideband = true;
       } else {
         pending[id] = { value: input.value, sideband: input.sideband };
       }
@@ -124,7 +125,7 @@ export function planResume(record: ThreadRecord, entries: ResumeEntry[], task: A
 
   const answers: PlannedAnswer[] = [];
   entries.forEach((entry, i) => {
-    const target = pending[entry.interruptId];
+    const target = Object.hasOwn(pending, entry.interruptId) ? pending[entry.interruptId] : undefined;
     if (target) {
       answers.push({ entry, pending: target, digest: digests[i]! });
       return;

@@ -105,7 +105,7 @@ export class RunService {
         if (isResume) throw admission.executionLost();
         record = newThreadRecord(threadId, cwd, iacCode.userId ?? null, iacCode.rosInvocationId, this.newExecutionId());
       } else {
-        const seen = record.runDigests[runId];
+        const seen = Object.hasOwn(record.runDigests, runId) ? record.runDigests[runId] : undefined;
         if (seen !== undefined) throw seen === digest ? admission.duplicateRunId() : admission.runIdConflict();
         if (this.activeRuns.has(threadId)) throw admission.threadBusy();
         if (record.cwd !== cwd || record.userId !== (iacCode.userId ?? null)) throw admission.bindingConflict();

@@ -1,0 +1,206 @@
+// Durable ThreadStore: one small JSON file per thread, replaced atomically (reference-adapter §7). Stateless: every
+// load reads the disk and the run layer does the caching, so two stores on one directory never disagree.
+import { randomBytes } from "node:crypto";
+import { constants as fsConstants } from "node:fs";
+import * as fsp from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
+import path from "node:path";
+import { threadFileStem } from "./thread-key.js";
+import { StateUnavailableError, type ThreadRecord, type ThreadStore } from "./thread-store.js";
+import { assertStorable, parseThreadRecord } from "./validate.js";
+
+/** The fs/promises functions the store calls; tests replace some to inject ENOSPC, EROFS, EIO. */
+export interface FsLayer {
+  mkdir: typeof fsp.mkdir;
+  chmod: typeof fsp.chmod;
+  open: typeof fsp.open;
+  rename: typeof fsp.rename;
+  unlink: typeof fsp.unlink;
+  lstat: typeof fsp.lstat;
+  /** Called with the open temp FileHandle. */
+  writeFile: typeof fsp.writeFile;
+  /** Called with the open thread FileHandle. */
+  readFile: typeof fsp.readFile;
+}
+
+export interface FileThreadStoreOptions {
+  /** The state directory; thread files live in `<dir>/threads/`. */
+  dir: string;
+  fs?: Partial<FsLayer>;
+}
+
+const DEFAULT_FS: FsLayer = {
+  mkdir: fsp.mkdir,
+  chmod: fsp.chmod,
+  open: fsp.open,
+  rename: fsp.rename,
+  unlink: fsp.unlink,
+  lstat: fsp.lstat,
+  writeFile: fsp.writeFile,
+  readFile: fsp.readFile,
+};
+
+// O_NOFOLLOW refuses a symlink swapped in after lstat; O_NONBLOCK keeps a swapped-in FIFO from hanging the read.
+const READ_FLAGS = fsConstants.O_RDONLY | (fsConstants.O_NOFOLLOW ?? 0) | (fsConstants.O_NONBLOCK ?? 0);
+const DIR_MODE = 0o700;
+const FILE_MODE = 0o600;
+
+export class FileThreadStore implements ThreadStore {
+  private readonly dir: string;
+  private readonly threadsDir: string;
+  private readonly fs: FsLayer;
+
+  constructor(options: FileThreadStoreOptions) {
+    this.dir = path.resolve(options.dir);
+    this.threadsDir = path.join(this.dir, "threads");
+    this.fs = { ...DEFAULT_FS, ...options.fs };
+  }
+
+  /** Absolute path of a thread's file (whether or not it exists). */
+  fileFor(threadId: string): string {
+    return path.join(this.threadsDir, `${threadFileStem(threadId)}.json`);
+  }
+
+  async load(threadId: string): Promise<ThreadRecord | undefined> {
+    const file = this.fileFor(threadId);
+    let text: string;
+    try {
+      const info = await this.fs.lstat(file);
+      if (info.isSymbolicLink()) throw unavailable("the thread file is a symlink");
+      if (!info.isFile()) throw unavailable("the thread file is not a regular file");
+      text = await this.readRegularFile(file);
+    } catch (error) {
+      if (errorCode(error) === "ENOENT") return undefined;
+      if (error instanceof StateUnavailableError) throw error;
+      if (errorCode(error) === "ELOOP") throw unavailable("the thread file is a symlink", error);
+      throw unavailable(`the thread file cannot be read (${errorCode(error) ?? "error"})`, error);
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (error) {
+      throw unavailable("the thread file is not valid JSON", error);
+    }
+    return parseThreadRecord(json, threadId);
+  }
+
+  async save(record: ThreadRecord): Promise<void> {
+    assertStorable(record);
+    const text = serializeThreadRecord(record);
+    await this.ensureDirectories();
+    const stem = threadFileStem(record.threadId);
+    const target = path.join(this.threadsDir, `${stem}.json`);
+    const temp = path.join(this.threadsDir, `.${stem}.json.${randomBytes(6).toString("hex")}.tmp`);
+    let handle: FileHandle | undefined;
+    let created = false;
+    let renamed = false;
+    try {
+      handle = await this.fs.open(temp, "wx", FILE_MODE);
+      created = true;
+      // Set the mode on the handle (not the path) so the file is 0600 whatever the umask, before anyone can see it.
+      await handle.chmod(FILE_MODE);
+      await this.fs.writeFile(handle, text, "utf8");
+      await handle.sync();
+      await handle.close();
+      handle = undefined;
+      await this.fs.rename(temp, target);
+      renamed = true;
+      await this.syncDirectory(this.threadsDir);
+    } catch (error) {
+      await handle?.close().catch(() => undefined);
+      if (created && !renamed) await this.fs.unlink(temp).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private async readRegularFile(file: string): Promise<string> {
+    const handle = await this.fs.open(file, READ_FLAGS);
+    try {
+      const info = await handle.stat();
+      if (!info.isFile()) throw unavailable("the thread file is not a regular file");
+      // Tighten a loosened mode like the reference does; a read-only state dir must still be readable.
+      if ((info.mode & 0o777) !== FILE_MODE) await handle.chmod(FILE_MODE).catch(() => undefined);
+      const bytes = await this.fs.readFile(handle);
+      try {
+        return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+      } catch (error) {
+        throw unavailable("the thread file is not valid UTF-8", error);
+      }
+    } finally {
+      await handle.close().catch(() => undefined);
+    }
+  }
+
+  private async ensureDirectories(): Promise<void> {
+    await this.fs.mkdir(this.threadsDir, { recursive: true, mode: DIR_MODE });
+    await this.fs.chmod(this.dir, DIR_MODE);
+    await this.fs.chmod(this.threadsDir, DIR_MODE);
+  }
+
+  /** Makes the rename itself durable; Windows cannot fsync a directory. */
+  private async syncDirectory(dir: string): Promise<void> {
+    if (process.platform === "win32") return;
+    const handle = await this.fs.open(dir, "r");
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close().catch(() => undefined);
+    }
+  }
+}
+
+/**
+ * The file's text: two-space indented JSON with object keys sorted by code point at every level (like Python's
+ * `sort_keys`; JSON.stringify alone would put integer-like keys such as a run id "42" first), and a final newline.
+ */
+export function serializeThreadRecord(record: ThreadRecord): string {
+  return `${sortedJson(record, "")}\n`;
+}
+
+function sortedJson(value: unknown, indent: string): string {
+  if (value === null) return "null";
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return JSON.stringify(value);
+    case "number":
+      if (!Number.isFinite(value)) throw new Error("refusing to store a non-finite number");
+      return JSON.stringify(value);
+    case "object":
+      break;
+    default:
+      throw new Error(`refusing to store a ${typeof value} value`);
+  }
+  const inner = `${indent}  `;
+  if (Array.isArray(value)) {
+    if (value.length === 0) return "[]";
+    const items = value.map((item) => inner + (item === undefined ? "null" : sortedJson(item, inner)));
+    return `[\n${items.join(",\n")}\n${indent}]`;
+  }
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, item]) => item !== undefined)
+    .sort(([a], [b]) => compareCodePoints(a, b));
+  if (entries.length === 0) return "{}";
+  const members = entries.map(([key, item]) => `${inner}${JSON.stringify(key)}: ${sortedJson(item, inner)}`);
+  return `{\n${members.join(",\n")}\n${indent}}`;
+}
+
+function compareCodePoints(a: string, b: string): number {
+  const left = Array.from(a);
+  const right = Array.from(b);
+  const length = Math.min(left.length, right.length);
+  for (let i = 0; i < length; i++) {
+    const diff = left[i]!.codePointAt(0)! - right[i]!.codePointAt(0)!;
+    if (diff !== 0) return diff;
+  }
+  return left.length - right.length;
+}
+
+function errorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : undefined;
+}
+
+function unavailable(reason: string, cause?: unknown): StateUnavailableError {
+  return new StateUnavailableError(`thread state is unavailable: ${reason}`, cause === undefined ? undefined : { cause });
+}

@@ -1,0 +1,159 @@
+// Strict shape of a stored thread document (reference-adapter §7.2–7.4). Reading fails closed: anything unexpected
+// makes that one thread unavailable rather than being guessed at. Writing refuses anything that is not plain protocol
+// state, so secrets or text that slipped into a record never reach the disk.
+import { z } from "zod";
+import { PERSISTED_INPUT_KEYS } from "../../operators/index.js";
+import { StateUnavailableError, type ThreadRecord } from "./thread-store.js";
+
+const DIGEST = /^[0-9a-f]{64}$/;
+
+const nonEmptyString = z.string().min(1);
+const digest = z.string().regex(DIGEST, "not a 64-character lowercase hex digest");
+
+const inputValue = z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
+  const extra = disallowedInputKeys(value);
+  if (extra.length > 0) ctx.addIssue({ code: "custom", message: `fields outside the input allowlist: ${extra.join(", ")}` });
+  if (typeof value.inputId !== "string" || value.inputId === "") {
+    ctx.addIssue({ code: "custom", path: ["inputId"], message: "must be a non-empty string" });
+  }
+});
+
+const pendingEntry = z.strictObject({
+  value: inputValue,
+  sideband: z.boolean(),
+  expiresAt: z.iso.datetime({ offset: true }).optional(),
+});
+
+const pending = z.record(z.string(), pendingEntry).superRefine((entries, ctx) => {
+  for (const [key, entry] of Object.entries(entries)) {
+    if (entry.value.inputId !== key) ctx.addIssue({ code: "custom", path: [key, "value", "inputId"], message: "does not match its key" });
+  }
+});
+
+const appliedResumeDigest = z.strictObject({
+  executionId: z.string(),
+  interruptId: z.string(),
+  digest,
+});
+
+/** Reading tolerates what the reference tolerates (legacy text digests, absent lastTaskId, bad run-digest entries). */
+const storedExecution = z.strictObject({
+  executionId: nonEmptyString,
+  rosInvocationId: nonEmptyString,
+  taskId: z.string().nullable(),
+  lastTaskId: z.string().nullable().optional(),
+  pipelineSequence: z.int().nonnegative(),
+  pipelineOpenSteps: z.array(nonEmptyString),
+  pending,
+  textSnapshotDigests: z.array(digest).optional(),
+});
+
+const storedRecord = z.strictObject({
+  schemaVersion: z.literal(1),
+  threadId: nonEmptyString,
+  contextId: nonEmptyString,
+  cwd: nonEmptyString,
+  userId: z.string().nullable(),
+  iacCodeSessionId: z.string().nullable(),
+  execution: storedExecution,
+  runDigests: z.record(z.string(), z.unknown()),
+  appliedResumeDigests: z.array(appliedResumeDigest),
+  terminalExecutionIds: z.array(z.string()),
+});
+
+/** Writing is exact: only the current schema, nothing the reader would have to drop or default. */
+const writableRecord = storedRecord.extend({
+  execution: storedExecution.omit({ textSnapshotDigests: true }).extend({ lastTaskId: z.string().nullable() }),
+  runDigests: z.record(nonEmptyString, digest),
+});
+
+/** Restores a parsed thread document or throws StateUnavailableError with a short reason. */
+export function parseThreadRecord(json: unknown, threadId: string): ThreadRecord {
+  if (typeof json !== "object" || json === null || Array.isArray(json)) throw invalid("not a JSON object");
+  const document = json as Record<string, unknown>;
+  if (document.schemaVersion !== 1) throw invalid("unsupported schemaVersion");
+  if (document.threadId !== threadId) throw invalid("threadId does not match the file");
+  // A "__proto__" key would be silently lost by plain-object copies, so it cannot be restored faithfully.
+  if (hasProtoKey(json)) throw invalid("forbidden key __proto__");
+  const parsed = storedRecord.safeParse(json);
+  if (!parsed.success) throw invalid(describe(parsed.error));
+  const stored = parsed.data;
+  const { textSnapshotDigests: _legacy, lastTaskId, ...execution } = stored.execution;
+  return {
+    schemaVersion: 1,
+    threadId: stored.threadId,
+    contextId: stored.contextId,
+    cwd: stored.cwd,
+    userId: stored.userId,
+    iacCodeSessionId: stored.iacCodeSessionId,
+    execution: {
+      ...execution,
+      lastTaskId: lastTaskId ?? null,
+      pending: Object.fromEntries(
+        Object.entries(execution.pending).map(([key, entry]) => [
+          key,
+          {
+            value: entry.value as ThreadRecord["execution"]["pending"][string]["value"],
+            sideband: entry.sideband,
+            ...(entry.expiresAt === undefined ? {} : { expiresAt: entry.expiresAt }),
+          },
+        ]),
+      ),
+    },
+    runDigests: wellFormedRunDigests(stored.runDigests),
+    appliedResumeDigests: stored.appliedResumeDigests,
+    terminalExecutionIds: stored.terminalExecutionIds,
+  };
+}
+
+/** Throws unless the record is exactly the schema, with pending inputs limited to the persisted allowlist. */
+export function assertStorable(record: ThreadRecord): void {
+  const pendingEntries = record.execution?.pending;
+  if (typeof pendingEntries === "object" && pendingEntries !== null) {
+    for (const [key, entry] of Object.entries(pendingEntries)) {
+      const value: unknown = entry?.value;
+      if (typeof value !== "object" || value === null) continue;
+      const extra = disallowedInputKeys(value as Record<string, unknown>);
+      if (extra.length > 0) throw new Error(`refusing to store pending input ${key}: fields outside the allowlist: ${extra.join(", ")}`);
+    }
+  }
+  if (hasProtoKey(record)) throw new Error("refusing to store thread state: forbidden key __proto__");
+  const parsed = writableRecord.safeParse(record);
+  if (!parsed.success) throw new Error(`refusing to store thread state: ${describe(parsed.error)}`);
+}
+
+function disallowedInputKeys(value: Record<string, unknown>): string[] {
+  return Object.keys(value).filter((key) => !PERSISTED_INPUT_KEYS.has(key));
+}
+
+function wellFormedRunDigests(raw: Record<string, unknown>): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const [runId, value] of Object.entries(raw)) {
+    if (runId !== "" && typeof value === "string" && DIGEST.test(value)) kept[runId] = value;
+  }
+  return kept;
+}
+
+function hasProtoKey(root: unknown): boolean {
+  const stack: unknown[] = [root];
+  const seen = new Set<object>();
+  while (stack.length > 0) {
+    const item = stack.pop();
+    if (typeof item !== "object" || item === null || seen.has(item)) continue;
+    seen.add(item);
+    if (!Array.isArray(item) && Object.hasOwn(item, "__proto__")) return true;
+    for (const child of Object.values(item)) stack.push(child);
+  }
+  return false;
+}
+
+function describe(error: z.ZodError): string {
+  const issue = error.issues[0];
+  if (!issue) return "invalid";
+  const where = issue.path.length > 0 ? issue.path.map(String).join(".") : "document";
+  return `${where}: ${issue.message}`;
+}
+
+function invalid(reason: string): StateUnavailableError {
+  return new StateUnavailableError(`thread state is invalid: ${reason}`);
+}
