@@ -54,6 +54,7 @@ async function main(argv: string[]): Promise<number> {
     interruptTtlSeconds: config.interruptTtlSeconds,
     heartbeatSeconds: config.heartbeatSeconds,
     upstreamIdleTimeoutSeconds: config.upstreamIdleTimeoutSeconds,
+    validateEvents: config.validateEvents,
     logger,
   });
   cleanups.unshift(() => gateway.close());

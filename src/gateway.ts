@@ -4,10 +4,12 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import type Koa from "koa";
 import pino, { type Logger } from "pino";
 import type { AguiOutput } from "../operators/index.js";
 import { A2AClient, SECRET_METADATA_KEYS } from "./a2a/index.js";
 import { createApp } from "./http/app.js";
+import { createSelfCheck } from "./http/self-check.js";
 import { allowedRootsFromEnv } from "./runs/cwd.js";
 import { RunService } from "./runs/service.js";
 import { FileThreadStore } from "./state/file-store.js";
@@ -28,6 +30,9 @@ export interface GatewayOptions {
   upstreamIdleTimeoutSeconds?: number;
   logger?: Logger;
   onEvent?: (event: AguiOutput) => void;
+  /** Parse every outgoing event with EventSchema and verify every run; violations are logged and counted. */
+  validateEvents?: boolean;
+  extraMiddleware?: Koa.Middleware[];
 }
 
 export interface RunningGateway {
@@ -87,6 +92,8 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     serverVersion: SERVER_VERSION,
     ...(options.authToken !== undefined && { authToken: options.authToken }),
     ...(options.onEvent !== undefined && { onEvent: options.onEvent }),
+    ...(options.validateEvents && { selfCheck: createSelfCheck(logger) }),
+    ...(options.extraMiddleware !== undefined && { extraMiddleware: options.extraMiddleware }),
   });
   const server = createServer(app.callback());
   // SSE streams stay open far longer than Node's defaults allow an idle request.

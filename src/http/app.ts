@@ -15,7 +15,8 @@ import { buildUserParts } from "../runs/parts.js";
 import { runDigest, type RunService } from "../runs/service.js";
 import { CANCEL_BODY, RUN_BODY, parseJsonObject, readBody } from "./body.js";
 import { HttpError, httpErrors, invalidInput } from "./errors.js";
-import { writeSse } from "./sse.js";
+import type { StreamSelfCheck } from "./self-check.js";
+import { acceptsProto, writeSse } from "./sse.js";
 
 export const MAX_REQUEST_BYTES = 12 * 1024 * 1024;
 export const MAX_CANCEL_BYTES = 64 * 1024;
@@ -27,6 +28,10 @@ export interface AppOptions {
   authToken?: string;
   serverVersion: string;
   onEvent?: (event: AguiOutput) => void;
+  /** --validate-events: a checker per stream. */
+  selfCheck?: () => StreamSelfCheck;
+  /** Mounted before the gateway's own routes (the console). */
+  extraMiddleware?: Koa.Middleware[];
 }
 
 interface State {
@@ -58,7 +63,13 @@ export function createApp(options: AppOptions): Koa<State> {
     ctx.state.language = normalizeLanguage(peekPreferredLanguage(body)) ?? ctx.state.language;
     const admitted = await admitRun(options, body, ctx.state.language);
     ctx.respond = false;
-    await writeSse(ctx.res, (gate) => options.runs.stream(admitted, gate), options.onEvent ? { onEvent: options.onEvent } : {});
+    const check = options.selfCheck?.();
+    const onEvent = (event: AguiOutput) => {
+      check?.onEvent(event);
+      options.onEvent?.(event);
+    };
+    await writeSse(ctx.res, (gate) => options.runs.stream(admitted, gate), { onEvent, proto: acceptsProto(ctx.get("Accept")) });
+    check?.end();
   });
 
   router.post("/extensions/iac-code/v1/executions/:executionId/cancel", requireAuth(options.authToken), requireJson, async (ctx) => {
@@ -78,6 +89,7 @@ export function createApp(options: AppOptions): Koa<State> {
     ctx.state.language = resolveAcceptLanguage(ctx.get("Accept-Language") || undefined);
     await next();
   });
+  for (const middleware of options.extraMiddleware ?? []) app.use(middleware);
   app.use(router.routes());
   app.use(async (ctx) => {
     // Nothing matched: a JSON 405 for a known path, a JSON 404 otherwise (never Koa's plain text).

@@ -2,6 +2,7 @@
 // @ag-ui/client's parser), `: heartbeat\n\n` for heartbeats. When the socket buffer is full the flow gate
 // closes and the A2A client stops reading upstream until 'drain', so a slow reader never grows a buffer.
 import type { ServerResponse } from "node:http";
+import { AGUI_MEDIA_TYPE, EventEncoder } from "@ag-ui/encoder";
 import type { Observable } from "rxjs";
 import type { FlowGate } from "../a2a/index.js";
 import type { AguiOutput } from "../../operators/index.js";
@@ -44,7 +45,16 @@ export class DrainGate implements FlowGate {
 export interface SseOptions {
   /** Sees every event before it is written (self-check, metrics). */
   onEvent?: (event: AguiOutput) => void;
+  /** Length-prefixed protobuf frames (`application/vnd.ag-ui.event+proto`) instead of SSE; no heartbeats. */
+  proto?: boolean;
 }
+
+/** The client asked for protobuf framing (HttpAgent's proto path sends exactly this media type). */
+export function acceptsProto(accept: string | undefined): boolean {
+  return accept !== undefined && accept.toLowerCase().includes(AGUI_MEDIA_TYPE);
+}
+
+const protoEncoder = new EventEncoder({ accept: AGUI_MEDIA_TYPE });
 
 /** Streams until the observable completes or the client goes away; resolves when the response is over. */
 export function writeSse(
@@ -53,7 +63,7 @@ export function writeSse(
   options: SseOptions = {},
 ): Promise<void> {
   return new Promise((resolve) => {
-    res.writeHead(200, SSE_HEADERS);
+    res.writeHead(200, options.proto ? { ...SSE_HEADERS, "Content-Type": AGUI_MEDIA_TYPE } : SSE_HEADERS);
     res.flushHeaders();
     const gate = new DrainGate(res);
     let done = false;
@@ -66,7 +76,13 @@ export function writeSse(
     const subscription = events(gate).subscribe({
       next: (event) => {
         options.onEvent?.(event);
-        const record = event.type === "HEARTBEAT" ? HEARTBEAT_RECORD : `data: ${JSON.stringify(event)}\n\n`;
+        let record: string | Uint8Array;
+        if (options.proto) {
+          if (event.type === "HEARTBEAT") return;
+          record = protoEncoder.encodeProtobuf(event);
+        } else {
+          record = event.type === "HEARTBEAT" ? HEARTBEAT_RECORD : `data: ${JSON.stringify(event)}\n\n`;
+        }
         if (!res.write(record)) gate.block();
       },
       error: end,
