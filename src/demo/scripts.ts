@@ -5,6 +5,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { RequestMalformedError } from "@a2a-js/sdk/errors";
 import type { A2AMessage, A2AStreamResponse, JsonObject } from "../../operators/types.js";
 import type { ScriptItem, TurnContext, TurnScript } from "./a2a-server.js";
+import { pipelineAnswerTurn, pipelineFirstTurn, wantsPipeline, type PipelineWait } from "./pipeline-script.js";
 
 export interface DemoScriptOptions {
   /** Fixed pause between frames in ms. Default: a 10–40 ms rhythm so a human sees it stream. */
@@ -123,6 +124,7 @@ class Frames {
 export function createDemoScript(options: DemoScriptOptions = {}): TurnScript {
   const sessions = new Map<string, string>();
   const pending = new Map<string, PendingPermission>();
+  const selections = new Map<string, PipelineWait>();
   let pauses = 0;
 
   const sessionFor = (contextId: string): string => {
@@ -282,6 +284,13 @@ export function createDemoScript(options: DemoScriptOptions = {}): TurnScript {
 
   return async function* demoTurn(turn: TurnContext): AsyncGenerator<ScriptItem> {
     const f = new Frames(turn, sessionFor(turn.contextId));
+    const selection = selections.get(turn.taskId);
+    if (selection) {
+      // A pipeline parked at its candidate selection: the answer is an ordinary text message.
+      selections.delete(turn.taskId);
+      yield* paced(pipelineAnswerTurn(turn, sessionFor(turn.contextId), selection, promptOf(turn.userMessage)));
+      return;
+    }
     const wait = pending.get(turn.taskId);
     const answer = permissionAnswerOf(turn.userMessage);
     if (wait) {
@@ -299,6 +308,12 @@ export function createDemoScript(options: DemoScriptOptions = {}): TurnScript {
         messageId: `${turn.taskId}-4`,
         text: "The message has no text to work on.",
       });
+      return;
+    }
+    if (wantsPipeline(turn.userMessage.metadata)) {
+      const first = pipelineFirstTurn(turn, sessionFor(turn.contextId), quoted(prompt));
+      selections.set(turn.taskId, first.wait);
+      yield* paced(first.frames);
       return;
     }
     const frames = /deploy/i.test(prompt) ? deployTurn(turn, f, prompt) : normalTurn(turn, f, prompt);

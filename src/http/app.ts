@@ -42,7 +42,7 @@ const ROUTES: Record<string, string[]> = {
   "/": ["POST"],
   "/health": ["GET", "HEAD"],
 };
-const CANCEL_PATH = /^\/extensions\/iac-code\/v1\/executions\/[^/]+\/cancel$/;
+const CANCEL_PATH = /^\/extensions\/iac-code\/v1\/executions\/[^/]+\/(cancel|subscribe)$/;
 
 export function createApp(options: AppOptions): Koa<State> {
   const app = new Koa<State>();
@@ -82,6 +82,23 @@ export function createApp(options: AppOptions): Koa<State> {
     const outcome = await options.runs.cancel(executionId, threadId, rosInvocationId);
     if (outcome === "not_found") throw new HttpError(404, "EXECUTION_NOT_FOUND", "The execution was not found.");
     ctx.body = { executionId, status: outcome };
+  });
+
+  router.post("/extensions/iac-code/v1/executions/:executionId/subscribe", requireAuth(options.authToken), requireJson, async (ctx) => {
+    const body = parseJsonObject(await readBody(ctx.req, MAX_CANCEL_BYTES, CANCEL_BODY), CANCEL_BODY);
+    const { threadId, runId, rosInvocationId } = body;
+    const strings = [threadId, runId, rosInvocationId].every((v) => typeof v === "string" && v !== "");
+    const known = Object.keys(body).every((k) => ["threadId", "runId", "rosInvocationId", "afterSequence"].includes(k));
+    if (!strings || !known) throw new HttpError(400, "INVALID_INPUT", "The observation request is invalid.");
+    const language = ctx.state.language;
+    const events = await options.runs
+      .observe(ctx.params.executionId!, threadId as string, runId as string, rosInvocationId as string, language)
+      .catch((error: unknown) => {
+        if (error instanceof AdmissionError) throw new HttpError(error.status, error.code, error.english);
+        throw error;
+      });
+    ctx.respond = false;
+    await writeSse(ctx.res, () => events, { proto: acceptsProto(ctx.get("Accept")) });
   });
 
   app.use(errorEnvelope(options.logger));

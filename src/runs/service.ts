@@ -489,6 +489,50 @@ export class RunService {
     }
   }
 
+  /**
+   * The observer route: a read-only re-attachment to a running execution (GetTask snapshot, then
+   * SubscribeToTask). It never writes state, never cancels, and ends with exactly one terminal event.
+   */
+  async observe(executionId: string, threadId: string, runId: string, rosInvocationId: string, language: Language): Promise<Observable<AguiOutput>> {
+    const record = await this.loadThread(threadId);
+    const execution = record?.execution;
+    if (!record || !execution || execution.executionId !== executionId || execution.taskId === null) {
+      throw new AdmissionError(404, "EXECUTION_NOT_FOUND", "The execution was not found.");
+    }
+    if (execution.rosInvocationId !== rosInvocationId || !Object.hasOwn(record.runDigests, runId)) {
+      throw new AdmissionError(404, "EXECUTION_NOT_FOUND", "The execution was not found.");
+    }
+    const taskId = execution.taskId;
+    const snapshot = defer(() => this.options.a2a.getTask(taskId)).pipe(
+      map((task): A2AStreamResponse => ({ task: withoutText(task) })),
+      catchError((error: unknown) => throwError(() => toRunError(error, "A2A_UNAVAILABLE"))),
+    );
+    const live = this.options.a2a.subscribeToTask(taskId).pipe(
+      // An idle task answers -32001: the snapshot already said all there is.
+      catchError((error: unknown) => (error instanceof A2AJsonRpcError ? EMPTY : throwError(() => toRunError(error, "A2A_UNAVAILABLE")))),
+    );
+    return concat(snapshot, live).pipe(
+      createAguiPipeline({
+        threadId,
+        runId,
+        contextId: record.contextId,
+        taskId,
+        session: {
+          executionId,
+          rosInvocationId,
+          ...(record.iacCodeSessionId !== null && { sessionId: record.iacCodeSessionId }),
+          emitOn: "first-frame",
+        },
+        isInputApplied: (inputId) =>
+          record.appliedResumeDigests.some((d) => d.executionId === executionId && d.interruptId === inputId),
+        historyFallback: false,
+        heartbeat: { intervalMs: this.options.heartbeatMs },
+        language,
+        translate: (english, lang) => translate(normalizeLanguage(lang) ?? language, english),
+      }),
+    );
+  }
+
   /** The cancel extension (reference-adapter §8.3); upstream failures surface as A2A_UNAVAILABLE. */
   cancel(executionId: string, threadId: string, rosInvocationId: string): Promise<CancelOutcome> {
     return this.lock.run(threadId, async () => {
