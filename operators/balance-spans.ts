@@ -16,7 +16,6 @@ export function balanceSpans<T extends { type: string }>(): OperatorFunction<T, 
       const reasoningMessages = new Set<string>();
       const tools = new Set<string>();
       const steps = new Set<string>();
-      let run: { threadId?: string; runId?: string } = {};
       let done = false;
 
       const closeAll = (timestamp: number | undefined) => {
@@ -40,9 +39,6 @@ export function balanceSpans<T extends { type: string }>(): OperatorFunction<T, 
           if (done) return;
           const e = item as unknown as Spanned;
           switch (e.type) {
-            case EventType.RUN_STARTED:
-              run = item as { threadId?: string; runId?: string };
-              break;
             case EventType.TEXT_MESSAGE_START:
               text.add(e.messageId!);
               break;
@@ -90,7 +86,7 @@ export function balanceSpans<T extends { type: string }>(): OperatorFunction<T, 
           closeAll(timestamp);
           const code = error instanceof RunError ? error.code : "A2A_UNAVAILABLE";
           const message = error instanceof RunError ? error.message : "The local A2A execution service is unavailable.";
-          subscriber.next({ type: EventType.RUN_ERROR, ...run.threadId !== undefined && { threadId: run.threadId }, ...run.runId !== undefined && { runId: run.runId }, code, message, timestamp } as AguiEvent);
+          subscriber.next({ type: EventType.RUN_ERROR, code, message, timestamp } as AguiEvent);
           subscriber.complete();
         },
         complete: () => {

@@ -62,8 +62,6 @@ export function createAguiPipeline(options: AguiPipelineOptions): OperatorFuncti
             const known = error instanceof RunError;
             return {
               type: EventType.RUN_ERROR,
-              threadId: options.threadId,
-              runId: options.runId,
               code: known ? error.code : "STATE_PERSISTENCE_FAILED",
               message: translate(known ? error.message : "The execution mapping could not be committed.", options.language),
               timestamp: Math.floor(options.scheduler?.now() ?? Date.now()),

@@ -145,10 +145,9 @@ export function projectA2A(options: ProjectA2AOptions): OperatorFunction<A2AStre
       };
 
       const runError = (code: RunErrorCode | string, english: string) => {
+        // AG-UI 1.0's RUN_ERROR has no thread or run id; @ag-ui/client strips them with a warning.
         const event: AguiEvent = {
           type: EventType.RUN_ERROR,
-          threadId,
-          runId,
           code,
           message: translate(english, options.language),
           timestamp: now(),

@@ -4,6 +4,7 @@ import { assertLoopbackA2AUrl } from "./a2a/index.js";
 import { ConfigError, loadConfig, type GatewayConfig } from "./config/index.js";
 import { startScriptedA2AServer, demoScript } from "./demo/index.js";
 import { SERVER_VERSION, createLogger, startGateway } from "./gateway.js";
+import { startManagedKernel } from "./ops/managed-kernel.js";
 
 async function main(argv: string[]): Promise<number> {
   let config: GatewayConfig;
@@ -36,12 +37,22 @@ async function main(argv: string[]): Promise<number> {
     logger.info({ a2aUrl }, "built-in demo A2A upstream started");
   }
   if (a2aUrl === undefined) {
-    process.stderr.write(
-      "agui-gateway: no A2A upstream. Pass --a2a-url http://127.0.0.1:<port>/ (or IAC_CODE_AGUI_A2A_URL) for a running " +
-        "`iac-code a2a`, or --demo for the built-in demo upstream.\n",
-    );
-    return 1;
+    // Neither a URL nor the demo: run `iac-code a2a` ourselves when it is installed.
+    try {
+      const kernel = await startManagedKernel({ logger });
+      cleanups.push(() => kernel.stop());
+      a2aUrl = kernel.url;
+      a2aToken = kernel.token;
+    } catch (error) {
+      process.stderr.write(`agui-gateway: ${error instanceof Error ? error.message : String(error)}\n`);
+      return 1;
+    }
   }
+
+  let stop: () => void = () => undefined;
+  const stopped = new Promise<void>((resolve) => (stop = resolve));
+  process.once("SIGINT", () => stop());
+  process.once("SIGTERM", () => stop());
 
   const gateway = await startGateway({
     host: config.host,
@@ -55,16 +66,15 @@ async function main(argv: string[]): Promise<number> {
     heartbeatSeconds: config.heartbeatSeconds,
     upstreamIdleTimeoutSeconds: config.upstreamIdleTimeoutSeconds,
     validateEvents: config.validateEvents,
+    idleShutdownSeconds: config.idleShutdownSeconds,
+    onIdle: () => stop(),
     logger,
   });
   cleanups.unshift(() => gateway.close());
   process.stdout.write(banner(gateway.url, config));
 
-  await new Promise<void>((resolve) => {
-    const stop = () => resolve();
-    process.once("SIGINT", stop);
-    process.once("SIGTERM", stop);
-  });
+  await stopped;
+  logger.info("shutting down");
   for (const cleanup of cleanups) await cleanup().catch(() => undefined);
   return 0;
 }

@@ -10,6 +10,8 @@ import type { AguiOutput } from "../operators/index.js";
 import { A2AClient, SECRET_METADATA_KEYS } from "./a2a/index.js";
 import { createApp } from "./http/app.js";
 import { createSelfCheck } from "./http/self-check.js";
+import { createMetrics, type GatewayMetrics } from "./ops/metrics.js";
+import { startIdleMonitor, type IdleMonitor } from "./ops/idle-monitor.js";
 import { allowedRootsFromEnv } from "./runs/cwd.js";
 import { RunService } from "./runs/service.js";
 import { FileThreadStore } from "./state/file-store.js";
@@ -33,12 +35,16 @@ export interface GatewayOptions {
   /** Parse every outgoing event with EventSchema and verify every run; violations are logged and counted. */
   validateEvents?: boolean;
   extraMiddleware?: Koa.Middleware[];
+  /** > 0: call onIdle once no run is active and no interrupt is pending for that long. */
+  idleShutdownSeconds?: number;
+  onIdle?: () => void;
 }
 
 export interface RunningGateway {
   url: string;
   port: number;
   runs: RunService;
+  metrics: GatewayMetrics;
   server: Server;
   close(): Promise<void>;
 }
@@ -77,7 +83,11 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     ...(options.a2aToken !== undefined && { token: options.a2aToken }),
     idleTimeoutMs: (options.upstreamIdleTimeoutSeconds ?? 0) * 1000,
   });
+  const metrics = createMetrics();
+  let idle: IdleMonitor | undefined;
   const runs = new RunService({
+    metrics,
+    onActivity: () => idle?.touch(),
     store: options.store ?? (options.stateDir !== undefined ? new FileThreadStore({ dir: options.stateDir }) : new MemoryThreadStore()),
     a2a,
     logger,
@@ -92,7 +102,8 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     serverVersion: SERVER_VERSION,
     ...(options.authToken !== undefined && { authToken: options.authToken }),
     ...(options.onEvent !== undefined && { onEvent: options.onEvent }),
-    ...(options.validateEvents && { selfCheck: createSelfCheck(logger) }),
+    metrics,
+    ...(options.validateEvents && { selfCheck: createSelfCheck(logger, { violation: (kind) => metrics.validationViolations.inc({ kind }) }) }),
     ...(options.extraMiddleware !== undefined && { extraMiddleware: options.extraMiddleware }),
   });
   const server = createServer(app.callback());
@@ -104,19 +115,32 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     server.listen(options.port, options.host, () => resolve());
   });
   const { port } = server.address() as AddressInfo;
+  const idleSeconds = options.idleShutdownSeconds ?? 0;
+  if (idleSeconds > 0 && options.onIdle) {
+    const onIdle = options.onIdle;
+    idle = startIdleMonitor({ idleMs: idleSeconds * 1000, isIdle: () => runs.isIdle, onIdle: () => {
+      logger.info({ idleShutdownSeconds: idleSeconds }, "idle: shutting down");
+      onIdle();
+    } });
+  }
   const host = options.host.includes(":") ? `[${options.host}]` : options.host;
   logger.info({ host: options.host, port, a2aUrl: options.a2aUrl, allowedRoots }, "gateway listening");
   return {
     url: `http://${host}:${port}/`,
     port,
     runs,
+    metrics,
     server,
     close: async () => {
+      idle?.stop();
       runs.stopAdmitting();
+      // Closing the sockets ends every stream: interrupted runs are already durable, active normal runs
+      // are cancelled upstream by their release, which drain() waits for (bounded).
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
       });
+      await runs.drain(5_000);
       await a2a.close();
     },
   };

@@ -17,6 +17,7 @@ import { CANCEL_BODY, RUN_BODY, parseJsonObject, readBody } from "./body.js";
 import { HttpError, httpErrors, invalidInput } from "./errors.js";
 import type { StreamSelfCheck } from "./self-check.js";
 import { acceptsProto, writeSse } from "./sse.js";
+import { metricsText, type GatewayMetrics } from "../ops/metrics.js";
 
 export const MAX_REQUEST_BYTES = 12 * 1024 * 1024;
 export const MAX_CANCEL_BYTES = 64 * 1024;
@@ -30,6 +31,7 @@ export interface AppOptions {
   onEvent?: (event: AguiOutput) => void;
   /** --validate-events: a checker per stream. */
   selfCheck?: () => StreamSelfCheck;
+  metrics?: GatewayMetrics;
   /** Mounted before the gateway's own routes (the console). */
   extraMiddleware?: Koa.Middleware[];
 }
@@ -41,6 +43,7 @@ interface State {
 const ROUTES: Record<string, string[]> = {
   "/": ["POST"],
   "/health": ["GET", "HEAD"],
+  "/metrics": ["GET"],
 };
 const CANCEL_PATH = /^\/extensions\/iac-code\/v1\/executions\/[^/]+\/(cancel|subscribe)$/;
 
@@ -58,6 +61,15 @@ export function createApp(options: AppOptions): Koa<State> {
     };
   });
 
+  const metrics = options.metrics;
+  if (metrics) {
+    router.get("/metrics", requireAuth(options.authToken), async (ctx) => {
+      const text = await metricsText(metrics);
+      ctx.type = text.contentType;
+      ctx.body = text.body;
+    });
+  }
+
   router.post("/", requireAuth(options.authToken), requireJson, async (ctx) => {
     const body = parseJsonObject(await readBody(ctx.req, MAX_REQUEST_BYTES, RUN_BODY), RUN_BODY);
     ctx.state.language = normalizeLanguage(peekPreferredLanguage(body)) ?? ctx.state.language;
@@ -66,9 +78,15 @@ export function createApp(options: AppOptions): Koa<State> {
     const check = options.selfCheck?.();
     const onEvent = (event: AguiOutput) => {
       check?.onEvent(event);
+      metrics?.eventsOut.inc({ type: event.type });
       options.onEvent?.(event);
     };
-    await writeSse(ctx.res, (gate) => options.runs.stream(admitted, gate), { onEvent, proto: acceptsProto(ctx.get("Accept")) });
+    metrics?.activeStreams.inc();
+    try {
+      await writeSse(ctx.res, (gate) => options.runs.stream(admitted, gate), { onEvent, proto: acceptsProto(ctx.get("Accept")) });
+    } finally {
+      metrics?.activeStreams.dec();
+    }
     check?.end();
   });
 

@@ -50,5 +50,22 @@ export function parseJsonObject(body: Buffer, texts: BodyTexts): Record<string, 
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new HttpError(400, "INVALID_INPUT", texts.notObject);
   }
+  if (depthExceeds(value, MAX_JSON_DEPTH)) throw new HttpError(400, "INVALID_INPUT", "The request body is nested too deeply.");
   return value as Record<string, unknown>;
+}
+
+/** Deeper documents would overflow the stack of every recursive step after parsing (digest, validation). */
+export const MAX_JSON_DEPTH = 128;
+
+function depthExceeds(root: object, limit: number): boolean {
+  const stack: [unknown, number][] = [[root, 1]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop()!;
+    if (depth > limit) return true;
+    if (typeof value !== "object" || value === null) continue;
+    for (const child of Array.isArray(value) ? value : Object.values(value)) {
+      if (typeof child === "object" && child !== null) stack.push([child, depth + 1]);
+    }
+  }
+  return false;
 }

@@ -194,6 +194,14 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die Anfrage konnte nicht verarbeitet werden.",
     fr: "La requête n'a pas pu être traitée.",
   },
+  "The request body is nested too deeply.": {
+    zh: "请求体的嵌套层级过深。",
+    ja: "リクエスト本文の入れ子が深すぎます。",
+    pt: "O corpo da requisição tem aninhamento profundo demais.",
+    es: "El cuerpo de la solicitud está anidado demasiado profundamente.",
+    de: "Der Anfragetext ist zu tief verschachtelt.",
+    fr: "Le corps de la requête est imbriqué trop profondément.",
+  },
   "The observation request is invalid.": {
     zh: "观察请求无效。",
     ja: "監視リクエストが無効です。",

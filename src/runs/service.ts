@@ -34,6 +34,7 @@ import { normalizeLanguage, translate, type Language } from "../i18n/index.js";
 import { StateUnavailableError, type ThreadRecord, type ThreadStore } from "../state/thread-store.js";
 import { AdmissionError, admission } from "./errors.js";
 import type { RunRequest } from "./input.js";
+import { recordRun, timeResult, type GatewayMetrics } from "../ops/metrics.js";
 import { KeyedLock } from "./keyed-lock.js";
 import { encodeAnswer, interruptsOf, planResume, type PlannedAnswer } from "./resume.js";
 
@@ -45,6 +46,9 @@ export interface RunServiceOptions {
   interruptTtlMs: number;
   heartbeatMs: number;
   newExecutionId?: () => string;
+  metrics?: GatewayMetrics;
+  /** Called whenever a run is admitted or released (idle shutdown). */
+  onActivity?: () => void;
 }
 
 /** An admitted run: everything its stream needs, decided under the thread lock. */
@@ -76,6 +80,7 @@ export class RunService {
   private readonly saves = new Map<string, Promise<void>>();
   private readonly newExecutionId: () => string;
   private accepting = true;
+  private readonly releasing = new Set<Promise<void>>();
 
   constructor(private readonly options: RunServiceOptions) {
     this.newExecutionId = options.newExecutionId ?? randomUUID;
@@ -83,6 +88,17 @@ export class RunService {
 
   get activeRunCount(): number {
     return this.activeRuns.size;
+  }
+
+  get pendingInterruptCount(): number {
+    let n = 0;
+    for (const record of this.threads.values()) n += Object.keys(record.execution.pending).length;
+    return n;
+  }
+
+  /** No run streams and no loaded thread waits for an answer. */
+  get isIdle(): boolean {
+    return this.activeRuns.size === 0 && this.pendingInterruptCount === 0;
   }
 
   /** Stop admitting runs (graceful shutdown); running streams carry on. */
@@ -136,6 +152,7 @@ export class RunService {
       };
       this.threads.set(threadId, record);
       this.activeRuns.set(threadId, ticket);
+      this.options.onActivity?.();
       try {
         await this.persist(record);
       } catch (error) {
@@ -205,8 +222,17 @@ export class RunService {
       tap((item) => {
         if (item.type === EventType.RUN_FINISHED || item.type === EventType.RUN_ERROR) ticket.terminal = item;
       }),
-      finalize(() => void this.release(ticket)),
+      finalize(() => {
+        const done = this.release(ticket).finally(() => this.releasing.delete(done));
+        this.releasing.add(done);
+      }),
     );
+  }
+
+  /** Resolves once every ended run has finished its last writes and upstream cancels (graceful shutdown). */
+  async drain(timeoutMs: number): Promise<void> {
+    const deadline = new Promise<void>((resolve) => setTimeout(resolve, timeoutMs).unref());
+    await Promise.race([Promise.allSettled([...this.releasing]).then(() => undefined), deadline]);
   }
 
   private turnFrames(ticket: RunTicket, flow: FlowGate): Observable<A2AStreamResponse> {
@@ -461,6 +487,12 @@ export class RunService {
       }
     });
     this.logRun(ticket);
+    this.options.onActivity?.();
+    const metrics = this.options.metrics;
+    if (metrics) {
+      metrics.interruptsPending.set(this.pendingInterruptCount);
+      recordRun(metrics, ticket.terminal as Parameters<typeof recordRun>[1]);
+    }
   }
 
   private logRun(ticket: RunTicket): void {
@@ -580,7 +612,9 @@ export class RunService {
   /** Writes of one thread are queued, each serializing the record as it is when its turn comes. */
   private persist(record: ThreadRecord): Promise<void> {
     const previous = this.saves.get(record.threadId) ?? Promise.resolve();
-    const next = previous.catch(() => undefined).then(() => this.options.store.save(record));
+    const metrics = this.options.metrics;
+    const save = () => this.options.store.save(record);
+    const next = previous.catch(() => undefined).then(() => (metrics ? timeResult(metrics.stateWriteLatency, save) : save()));
     this.saves.set(record.threadId, next);
     void next.catch(() => undefined).then(() => {
       if (this.saves.get(record.threadId) === next) this.saves.delete(record.threadId);

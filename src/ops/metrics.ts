@@ -1,0 +1,110 @@
+// Prometheus metrics for the gateway. A registry of our own (never prom-client's global one), so two
+// gateways in one process — tests, embedding — never share or double-register a metric.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+export interface GatewayMetrics {
+  registry: Registry;
+  /** Open SSE responses. */
+  activeStreams: Gauge;
+  /** outcome: success | interrupt | error | disconnected; code: the RUN_ERROR code, or "". */
+  runs: Counter<"outcome" | "code">;
+  /** AG-UI events written, by type (HEARTBEAT included). */
+  eventsOut: Counter<"type">;
+  /** Seconds from sending an A2A request until its first response byte or frame. */
+  upstreamLatency: Histogram<"method">;
+  /** Seconds per durable thread-state write; result: ok | error. */
+  stateWriteLatency: Histogram<"result">;
+  /** Pending interrupts held by loaded threads. */
+  interruptsPending: Gauge;
+  /** Self-check failures on outgoing streams; kind: schema | order. */
+  validationViolations: Counter<"kind">;
+}
+
+export type RunOutcome = "success" | "interrupt" | "error" | "disconnected";
+
+const PREFIX = "agui_gateway_";
+
+export function createMetrics(): GatewayMetrics {
+  const registry = new Registry();
+  // Standard process_* / nodejs_* names, unprefixed, so stock Node dashboards work as they are.
+  collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  return {
+    registry,
+    activeStreams: new Gauge({ name: `${PREFIX}active_streams`, help: "Open AG-UI SSE responses.", registers }),
+    runs: new Counter({
+      name: `${PREFIX}runs_total`,
+      help: "Runs that ended, by outcome (success, interrupt, error, disconnected) and RUN_ERROR code.",
+      labelNames: ["outcome", "code"] as const,
+      registers,
+    }),
+    eventsOut: new Counter({
+      name: `${PREFIX}events_out_total`,
+      help: "AG-UI events written to clients, by event type (HEARTBEAT included).",
+      labelNames: ["type"] as const,
+      registers,
+    }),
+    upstreamLatency: new Histogram({
+      name: `${PREFIX}upstream_latency_seconds`,
+      help: "Seconds from an A2A request until its first response byte or stream frame, by JSON-RPC method.",
+      labelNames: ["method"] as const,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers,
+    }),
+    stateWriteLatency: new Histogram({
+      name: `${PREFIX}state_write_latency_seconds`,
+      help: "Seconds per durable thread-state write, by result (ok, error).",
+      labelNames: ["result"] as const,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    }),
+    interruptsPending: new Gauge({
+      name: `${PREFIX}interrupts_pending`,
+      help: "Pending interrupts held by threads loaded in memory.",
+      registers,
+    }),
+    validationViolations: new Counter({
+      name: `${PREFIX}validation_violations_total`,
+      help: "Outgoing AG-UI events that failed the self-check, by kind (schema, order).",
+      labelNames: ["kind"] as const,
+      registers,
+    }),
+  };
+}
+
+/** The body and Content-Type for a `GET /metrics` response. */
+export async function metricsText(m: GatewayMetrics): Promise<{ contentType: string; body: string }> {
+  return { contentType: m.registry.contentType, body: await m.registry.metrics() };
+}
+
+/**
+ * Classifies a run by its terminal event (undefined: the client left before one was produced),
+ * the same classification the "run finished" log line uses.
+ */
+export function runOutcomeOf(terminal: { type: string; code?: unknown; outcome?: unknown } | undefined): {
+  outcome: RunOutcome;
+  code: string;
+} {
+  if (terminal === undefined) return { outcome: "disconnected", code: "" };
+  if (terminal.type === "RUN_ERROR") return { outcome: "error", code: typeof terminal.code === "string" ? terminal.code : "" };
+  const outcome = terminal.outcome as { type?: unknown } | undefined;
+  return { outcome: outcome?.type === "interrupt" ? "interrupt" : "success", code: "" };
+}
+
+/** Counts one ended run. */
+export function recordRun(m: GatewayMetrics, terminal: Parameters<typeof runOutcomeOf>[0]): void {
+  m.runs.inc(runOutcomeOf(terminal));
+}
+
+/** Times `work` into a histogram labelled ok/error by whether it settled or threw. */
+export async function timeResult<T>(histogram: Histogram<"result">, work: () => Promise<T>): Promise<T> {
+  const end = histogram.startTimer();
+  try {
+    const value = await work();
+    end({ result: "ok" });
+    return value;
+  } catch (error) {
+    end({ result: "error" });
+    throw error;
+  }
+}

@@ -1,0 +1,451 @@
+// Shared end-to-end plumbing: a real gateway in front of a real (scripted or raw) A2A 1.0 upstream on
+// 127.0.0.1, a valid RunAgentInput, the real @ag-ui/client HttpAgent as the consumer, and raw-byte
+// readers for the SSE framing contract. Every run read through here is schema-checked and verified.
+import { randomUUID } from "node:crypto";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { request as httpRequest } from "node:http";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { HttpAgent, type AgentSubscriber, type BaseEvent, type RunAgentInput } from "@ag-ui/client";
+import { EventSchema } from "@ag-ui/core/schemas";
+import pino from "pino";
+import { expect, vi } from "vitest";
+import { verifyAguiStream } from "../../marbles/verify.js";
+import type { A2AStreamResponse, JsonObject } from "../../operators/types.js";
+import {
+  createDemoScript,
+  startRawA2AServer,
+  startScriptedA2AServer,
+  type RawA2AServer,
+  type RawA2AServerOptions,
+  type ScriptItem,
+  type ScriptedA2AServer,
+  type TurnContext,
+  type TurnScript,
+} from "../../src/demo/index.js";
+import { startGateway, type GatewayOptions, type RunningGateway } from "../../src/gateway.js";
+
+export type WireEvent = { type: string; [key: string]: unknown };
+
+export interface Stack<U> {
+  gateway: RunningGateway;
+  upstream: U;
+  /** The allowed root (a fresh temp dir); workspaces live below it. */
+  root: string;
+  /** An existing workspace directory under `root`. */
+  workspace: string;
+  /** A valid RunAgentInput for this stack's workspace. */
+  input(overrides?: InputOverrides): RunAgentInput;
+  close(): Promise<void>;
+}
+
+export interface StackOptions {
+  gateway?: Partial<GatewayOptions>;
+}
+
+export const silentLogger = pino({ level: "silent" });
+
+/** A scripted SDK upstream (the demo script at full speed unless told otherwise) behind a gateway. */
+export function startStack(options?: StackOptions & { script?: TurnScript; upstreamToken?: string }): Promise<Stack<ScriptedA2AServer>>;
+/** A hand-driven raw upstream behind a gateway. */
+export function startStack(options: StackOptions & { raw: RawA2AServerOptions["handle"] }): Promise<Stack<RawA2AServer>>;
+export async function startStack(
+  options: StackOptions & { script?: TurnScript; upstreamToken?: string; raw?: RawA2AServerOptions["handle"] } = {},
+): Promise<Stack<ScriptedA2AServer | RawA2AServer>> {
+  const upstream = options.raw
+    ? await startRawA2AServer({ handle: options.raw })
+    : await startScriptedA2AServer({
+        script: options.script ?? createDemoScript({ frameDelayMs: 0 }),
+        ...(options.upstreamToken !== undefined && { token: options.upstreamToken }),
+      });
+  const root = await mkdtemp(path.join(tmpdir(), "agui-e2e-"));
+  const workspace = path.join(root, "ws-1");
+  await mkdir(workspace);
+  let gateway: RunningGateway;
+  try {
+    gateway = await startGateway({
+      host: "127.0.0.1",
+      port: 0,
+      a2aUrl: upstream.url,
+      allowedRoots: [root],
+      logger: silentLogger,
+      ...options.gateway,
+    });
+  } catch (error) {
+    await upstream.close();
+    throw error;
+  }
+  return {
+    gateway,
+    upstream,
+    root,
+    workspace,
+    input: (overrides) => runInput(workspace, overrides),
+    close: async () => {
+      await gateway.close();
+      await upstream.close();
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface InputOverrides extends Partial<Omit<RunAgentInput, "forwardedProps">> {
+  /** Merged over the default forwardedProps.iacCode. */
+  iacCode?: JsonObject;
+  /** Replaces forwardedProps entirely (for invalid-props tests). */
+  forwardedProps?: unknown;
+  /** Shorthand for one user message with this text. */
+  prompt?: string;
+}
+
+/** The seed's minimal RunAgentInput with fresh ids and cwd = `cwd`. */
+export function runInput(cwd: string, overrides: InputOverrides = {}): RunAgentInput {
+  const { iacCode, forwardedProps, prompt, ...rest } = overrides;
+  return {
+    threadId: randomUUID(),
+    runId: randomUUID(),
+    state: {},
+    messages: [{ id: `message-${randomUUID()}`, role: "user", content: prompt ?? "Create a VPC template" }],
+    tools: [],
+    context: [],
+    forwardedProps: forwardedProps ?? {
+      iacCode: { schemaVersion: 1, rosInvocationId: "invocation-1", cwd, runMode: "normal", ...iacCode },
+    },
+    ...rest,
+  };
+}
+
+// ---- the real AG-UI client -------------------------------------------------------------------
+
+export interface HttpAgentRun {
+  /** The events as they were on the wire (before the client's enforcement could strip anything). */
+  events: WireEvent[];
+  /** The events the agent's subscribers saw (after enforce/verify). */
+  agentEvents: BaseEvent[];
+  agent: HttpAgent;
+  /** The raw SSE bytes. */
+  raw: string;
+  status: number;
+  headers: Headers;
+}
+
+export interface HttpAgentOptions {
+  headers?: Record<string, string>;
+  /** Reuse an agent (keeps its messages and pendingInterrupts); its threadId must match input.threadId. */
+  agent?: HttpAgent;
+  subscriber?: AgentSubscriber;
+}
+
+/**
+ * One run through `HttpAgent.runAgent` with exactly our input (threadId, runId, messages, forwardedProps).
+ * Fails unless the client accepted the stream, every wire event parses with EventSchema without losing a
+ * key, the client warned about nothing, and the whole run passes verifyAguiStream.
+ */
+export async function runWithHttpAgent(url: string, input: RunAgentInput, opts: HttpAgentOptions = {}): Promise<HttpAgentRun> {
+  let raw: Promise<string> = Promise.resolve("");
+  let status = 0;
+  let headers = new Headers();
+  const teeingFetch = async (target: string, init: RequestInit): Promise<Response> => {
+    const response = await fetch(target, init);
+    status = response.status;
+    headers = response.headers;
+    if (!response.body) return response;
+    const [forAgent, forTest] = response.body.tee();
+    raw = new Response(forTest).text().catch(() => "");
+    return new Response(forAgent, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+  const agent =
+    opts.agent ??
+    new HttpAgent({
+      url,
+      threadId: input.threadId,
+      initialMessages: input.messages,
+      initialState: input.state,
+      ...(opts.headers && { headers: opts.headers }),
+    });
+  if (opts.agent) {
+    expect(agent.threadId).toBe(input.threadId);
+    agent.setMessages(input.messages);
+  }
+  agent.fetch = teeingFetch;
+  const agentEvents: BaseEvent[] = [];
+  const warnings: unknown[][] = [];
+  const warn = vi.spyOn(console, "warn").mockImplementation((...args: unknown[]) => void warnings.push(args));
+  const error = vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => void warnings.push(args));
+  try {
+    await agent.runAgent(
+      {
+        runId: input.runId,
+        tools: input.tools,
+        context: input.context,
+        forwardedProps: input.forwardedProps,
+        ...(input.resume !== undefined && { resume: input.resume }),
+      },
+      {
+        ...opts.subscriber,
+        onEvent: (params) => {
+          agentEvents.push(params.event);
+          return opts.subscriber?.onEvent?.(params);
+        },
+      },
+    );
+  } finally {
+    warn.mockRestore();
+    error.mockRestore();
+  }
+  // Soft: the client's complaint (it strips unknown keys with a warning) is reported without hiding the test's own checks.
+  expect.soft(warnings, "the AG-UI client warned").toEqual([]);
+  const text = await raw;
+  const events = readSse(text).events;
+  expectValidRun(events);
+  expect(agentEvents.map((e) => e.type)).toEqual(events.map((e) => e.type));
+  return { events, agentEvents, agent, raw: text, status, headers };
+}
+
+/** Every event parses with the AG-UI schema without losing a key, and the run is well-formed. */
+export function expectValidRun(events: readonly WireEvent[]): void {
+  for (const event of events) expect(EventSchema.parse(event), `schema of ${event.type}`).toStrictEqual(event);
+  expect(verifyAguiStream(events)).toEqual([]);
+}
+
+// ---- raw HTTP --------------------------------------------------------------------------------
+
+export interface RawReply {
+  status: number;
+  headers: Headers;
+  text: string;
+  json?: any;
+}
+
+/** POST with fetch; `body` objects are JSON-encoded, strings and buffers are sent as they are. */
+export async function postRaw(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = { "Content-Type": "application/json" },
+): Promise<RawReply> {
+  const payload = typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body);
+  const response = await fetch(url, { method: "POST", headers, body: payload });
+  return replyOf(response);
+}
+
+export async function replyOf(response: Response): Promise<RawReply> {
+  const text = await response.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: response.status, headers: response.headers, text, ...(json !== undefined && { json }) };
+}
+
+export type SseRecord = { kind: "heartbeat" } | { kind: "event"; event: WireEvent };
+
+/**
+ * Splits the gateway's SSE bytes and asserts the framing contract: LF only, each record either the exact
+ * heartbeat comment or one `data: ` line of compact JSON, and the stream ends on a record boundary.
+ */
+export function readSse(text: string): { events: WireEvent[]; records: SseRecord[] } {
+  expect(text.includes("\r"), "CR in the SSE bytes").toBe(false);
+  const pieces = text.split("\n\n");
+  expect(pieces.pop(), "the stream must end on a record boundary").toBe("");
+  const records: SseRecord[] = [];
+  for (const piece of pieces) {
+    if (piece === ": heartbeat") {
+      records.push({ kind: "heartbeat" });
+      continue;
+    }
+    expect(piece.startsWith("data: "), `record ${JSON.stringify(piece.slice(0, 40))}`).toBe(true);
+    expect(piece.includes("\n"), "a record has exactly one line").toBe(false);
+    const json = piece.slice("data: ".length);
+    const event = JSON.parse(json) as WireEvent;
+    expect(JSON.stringify(event), "compact JSON").toBe(json);
+    records.push({ kind: "event", event });
+  }
+  return { events: records.flatMap((r) => (r.kind === "event" ? [r.event] : [])), records };
+}
+
+/** An SSE response read incrementally, so a test can act mid-stream (cancel, disconnect). */
+export interface LiveSse {
+  status: number;
+  headers: Headers;
+  events: WireEvent[];
+  /** Reads until an event matches (or the stream ends: then undefined). */
+  until(predicate: (event: WireEvent) => boolean): Promise<WireEvent | undefined>;
+  /** Reads to the end; returns all events. */
+  rest(): Promise<WireEvent[]>;
+  abort(): void;
+}
+
+export async function openSse(url: string, body: unknown, headers: Record<string, string> = {}): Promise<LiveSse> {
+  const controller = new AbortController();
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Accept: "text/event-stream", ...headers },
+    body: JSON.stringify(body),
+    signal: controller.signal,
+  });
+  const events: WireEvent[] = [];
+  const reader = response.body!.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  let ended = false;
+  let seen = 0;
+  const readMore = async (): Promise<boolean> => {
+    if (ended) return false;
+    const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true as const }));
+    if (done) {
+      ended = true;
+      return false;
+    }
+    buffer += decoder.decode(value, { stream: true });
+    let cut: number;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const record = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      if (record.startsWith("data: ")) events.push(JSON.parse(record.slice(6)) as WireEvent);
+    }
+    return true;
+  };
+  const live: LiveSse = {
+    status: response.status,
+    headers: response.headers,
+    events,
+    async until(predicate) {
+      for (;;) {
+        while (seen < events.length) {
+          const event = events[seen++]!;
+          if (predicate(event)) return event;
+        }
+        if (!(await readMore())) return undefined;
+      }
+    },
+    async rest() {
+      while (await readMore());
+      return events;
+    },
+    abort() {
+      ended = true;
+      controller.abort();
+    },
+  };
+  return live;
+}
+
+// ---- small protocol helpers ------------------------------------------------------------------
+
+export function typesOf(events: readonly { type: string }[]): string[] {
+  return events.map((e) => e.type);
+}
+
+export function ofType(events: readonly WireEvent[], type: string): WireEvent[] {
+  return events.filter((e) => e.type === type);
+}
+
+export function sessionEventOf(events: readonly WireEvent[]): { [key: string]: unknown } {
+  const session = events.find((e) => e.type === "CUSTOM" && e["name"] === "iac-code.session.v1");
+  expect(session, "the iac-code.session.v1 event").toBeDefined();
+  return session!["value"] as { [key: string]: unknown };
+}
+
+/** Polls `check` every 25 ms until it returns true, at most `timeoutMs`. */
+export async function waitFor(check: () => boolean, timeoutMs = 5_000): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (check()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return check();
+}
+
+/** Status-update frames for hand-written scripts; ids default to the turn's. */
+export const frame = {
+  status(state: string, opts: { text?: string; messageId?: string; iac?: JsonObject; sessionId?: string } = {}): A2AStreamResponse {
+    const iac: JsonObject = { ...opts.iac };
+    if (opts.sessionId !== undefined) iac["iacCodeSessionId"] = opts.sessionId;
+    return {
+      statusUpdate: {
+        status: {
+          state,
+          ...(opts.text !== undefined && {
+            message: { messageId: opts.messageId ?? "agent-message-1", role: "ROLE_AGENT", parts: [{ text: opts.text }] },
+          }),
+        },
+        ...(Object.keys(iac).length > 0 && { metadata: { iac_code: iac } }),
+      },
+    };
+  },
+  working(opts: { text?: string; messageId?: string; iac?: JsonObject; sessionId?: string } = {}): A2AStreamResponse {
+    return frame.status("TASK_STATE_WORKING", opts);
+  },
+};
+
+/** The text of a turn's user message, which hand-written scripts are chosen by. */
+export function promptOf(turn: TurnContext): string {
+  return (turn.userMessage.parts ?? []).map((p) => p.text ?? "").join("");
+}
+
+/** A script that plays `table[prompt]` for known prompts and the demo agent (no delays) for anything else. */
+export function scriptByPrompt(table: Record<string, (turn: TurnContext) => ScriptItem[]>): TurnScript {
+  const demo = createDemoScript({ frameDelayMs: 0 });
+  return (turn) => table[promptOf(turn)]?.(turn) ?? demo(turn);
+}
+
+/** A turn that streams `ticks` text deltas `delayMs` apart: long enough to act on mid-stream; a cancel ends it at once. */
+export function slowTurn(sessionId: string, ticks = 200, delayMs = 50): ScriptItem[] {
+  return [
+    frame.working({ sessionId }),
+    ...Array.from({ length: ticks }, (_, i): ScriptItem[] => [frame.working({ text: `tick ${i} `, messageId: "m-slow" }), { delayMs }]).flat(),
+    frame.status("TASK_STATE_COMPLETED", { sessionId }),
+  ];
+}
+
+/**
+ * A request over node:http for what fetch cannot send: a declared Content-Length larger than the body,
+ * or a long chunked body. Chunks are written until the server answers (then the rest is dropped).
+ */
+export function rawHttp(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; chunks?: Iterable<Buffer | string> },
+): Promise<RawReply> {
+  return new Promise((resolve, reject) => {
+    let answered = false;
+    const req = httpRequest(url, { method: options.method ?? "POST", headers: options.headers ?? {} }, (res) => {
+      answered = true;
+      const parts: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => parts.push(chunk));
+      res.on("error", reject);
+      res.on("end", () => {
+        req.destroy();
+        const text = Buffer.concat(parts).toString("utf8");
+        const headers = new Headers();
+        for (const [key, value] of Object.entries(res.headers)) if (typeof value === "string") headers.set(key, value);
+        let json: unknown;
+        try {
+          json = JSON.parse(text);
+        } catch {
+          json = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, headers, text, ...(json !== undefined && { json }) });
+      });
+    });
+    // The server may cut the upload short once it has answered; that is the point, not a failure.
+    req.on("error", (error) => {
+      if (!answered) reject(error);
+    });
+    void (async () => {
+      for (const chunk of options.chunks ?? []) {
+        if (answered || req.destroyed) return;
+        if (!req.write(chunk)) await new Promise<void>((done) => {
+          req.once("drain", done);
+          req.once("close", done);
+        });
+      }
+      if (!answered && !req.destroyed && !("content-length" in lowerKeys(options.headers))) req.end();
+    })();
+  });
+}
+
+function lowerKeys(headers: Record<string, string> | undefined): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
+}
