@@ -25,7 +25,8 @@ async function main(argv: string[]): Promise<number> {
     return 1;
   }
 
-  const logger = createLogger({ debug: config.debug, destination: config.logStdout ? process.stdout : process.stderr });
+  const destination = config.logStdout ? process.stdout : process.stderr;
+  const logger = createLogger({ debug: config.debug, destination, pretty: (destination as NodeJS.WriteStream).isTTY === true });
   let a2aUrl = config.a2aUrl;
   let a2aToken = config.a2aToken;
   const cleanups: (() => Promise<void>)[] = [];

@@ -1,5 +1,6 @@
 // Wires the layers into a running gateway: config → A2A client → run service → Koa on node:http.
 import { readFileSync } from "node:fs";
+import { Writable } from "node:stream";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { dirname, join } from "node:path";
@@ -66,14 +67,36 @@ function readPackageVersion(): string {
 }
 
 /** Secrets never reach a log line: request metadata keys and auth headers are censored wherever they appear. */
-export function createLogger(options: { debug?: boolean; destination?: NodeJS.WritableStream } = {}): Logger {
+export function createLogger(options: { debug?: boolean; destination?: NodeJS.WritableStream; pretty?: boolean } = {}): Logger {
   const paths = ["req.headers.authorization", "headers.authorization", "authorization", "token", "a2aToken", "authToken",
     "llmApiKey", "llmHeaders", "accessKeyId", "accessKeySecret", "securityToken",
     ...SECRET_METADATA_KEYS.flatMap((k) => [k, `*.${k}`, `*.*.${k}`])];
   return pino(
     { level: options.debug ? "debug" : "info", redact: { paths, censor: "[redacted]" }, base: { service: "agui-gateway" } },
-    options.destination ?? process.stderr,
+    options.pretty ? prettyLines(options.destination ?? process.stderr) : (options.destination ?? process.stderr),
   );
+}
+
+const LEVELS: Record<number, string> = { 10: "TRACE", 20: "DEBUG", 30: "INFO", 40: "WARN", 50: "ERROR", 60: "FATAL" };
+
+/** For a terminal: `12:00:01 INFO run finished threadId=… outcome=success`, one line per record. */
+function prettyLines(out: NodeJS.WritableStream): NodeJS.WritableStream {
+  return new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString("utf8").split("\n")) {
+        if (line === "") continue;
+        try {
+          const { time, level, msg, service: _service, ...rest } = JSON.parse(line) as Record<string, unknown>;
+          const fields = Object.entries(rest).map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`);
+          const clock = new Date(Number(time)).toISOString().slice(11, 19);
+          out.write(`${clock} ${LEVELS[Number(level)] ?? level} ${String(msg ?? "")}${fields.length ? ` ${fields.join(" ")}` : ""}\n`);
+        } catch {
+          out.write(`${line}\n`);
+        }
+      }
+      done();
+    },
+  });
 }
 
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {

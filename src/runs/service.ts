@@ -60,6 +60,8 @@ export interface RunTicket {
   readonly parts: A2APart[];
   readonly messageId: string;
   readonly startedAt: number;
+  /** Correlates every log line of this run. */
+  readonly requestId: string;
   /** Set once the run's terminal event has been produced (after its durable writes). */
   terminal?: AguiEvent;
   /** The run ended at an interrupt: it no longer depends on its connection. */
@@ -148,6 +150,7 @@ export class RunService {
         parts,
         messageId,
         startedAt: Date.now(),
+        requestId: randomUUID(),
         interrupted: false,
       };
       this.threads.set(threadId, record);
@@ -155,6 +158,10 @@ export class RunService {
       this.options.onActivity?.();
       try {
         await this.persist(record);
+        this.options.logger.info(
+          { requestId: ticket.requestId, threadId, runId, executionId: record.execution.executionId, kind: ticket.kind, language },
+          "run admitted",
+        );
       } catch (error) {
         this.activeRuns.delete(threadId);
         if (before) this.threads.set(threadId, before);
@@ -229,10 +236,16 @@ export class RunService {
     );
   }
 
-  /** Resolves once every ended run has finished its last writes and upstream cancels (graceful shutdown). */
+  /**
+   * Resolves once no run is streaming and every ended run has finished its last writes and upstream
+   * cancels, or after `timeoutMs` (graceful shutdown). Closed sockets end their streams a tick later.
+   */
   async drain(timeoutMs: number): Promise<void> {
-    const deadline = new Promise<void>((resolve) => setTimeout(resolve, timeoutMs).unref());
-    await Promise.race([Promise.allSettled([...this.releasing]).then(() => undefined), deadline]);
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline && (this.activeRuns.size > 0 || this.releasing.size > 0)) {
+      if (this.releasing.size > 0) await Promise.race([Promise.allSettled([...this.releasing]), sleep(50)]);
+      else await sleep(10);
+    }
   }
 
   private turnFrames(ticket: RunTicket, flow: FlowGate): Observable<A2AStreamResponse> {
@@ -499,6 +512,7 @@ export class RunService {
     const t = ticket.terminal as { type?: string; code?: string; outcome?: { type: string } } | undefined;
     this.options.logger.info(
       {
+        requestId: ticket.requestId,
         threadId: ticket.request.threadId,
         runId: ticket.request.runId,
         executionId: ticket.record.execution.executionId,
@@ -666,6 +680,10 @@ function markTerminal(record: ThreadRecord): void {
   if (execution.taskId !== null) execution.lastTaskId = execution.taskId;
   execution.taskId = null;
   if (!record.terminalExecutionIds.includes(execution.executionId)) record.terminalExecutionIds.push(execution.executionId);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 function allExpired(record: ThreadRecord, now: number): boolean {
