@@ -75,6 +75,10 @@ describe("verifyAguiStream: valid streams", () => {
       ),
     ],
     [
+      "the result of a tool call started in the run a resume continues",
+      stream(START, ["TOOL_CALL_RESULT", { messageId: "tool-result-tc0", toolCallId: "tc0", content: "exit 0", role: "tool" }], FINISH),
+    ],
+    [
       "a reasoning id reopened after it closed",
       stream(
         START,
@@ -167,7 +171,6 @@ const BAD: BadCase[] = [
   { name: "a null optional field", events: stream(["RUN_STARTED", { threadId: "t1", runId: "r1", parentRunId: null }], FINISH), problem: "parentRunId is null", client: "accepts" },
   { name: "a null RUN_FINISHED result", events: stream(START, ["RUN_FINISHED", { threadId: "t1", runId: "r1", result: null }]), problem: "result is null", client: "accepts" },
   { name: "an empty TEXT_MESSAGE_CONTENT delta", events: stream(START, ["TEXT_MESSAGE_START", { messageId: "m1" }], ["TEXT_MESSAGE_CONTENT", { messageId: "m1", delta: "" }], ["TEXT_MESSAGE_END", { messageId: "m1" }], FINISH), problem: "TEXT_MESSAGE_CONTENT with an empty or non-string delta for message m1", client: "accepts" },
-  { name: "TOOL_CALL_RESULT for an unknown tool call", events: stream(START, ["TOOL_CALL_RESULT", { messageId: "tr9", toolCallId: "tc9", content: "x" }], FINISH), problem: "TOOL_CALL_RESULT for unknown tool call tc9", client: "accepts" },
   { name: "a second TOOL_CALL_RESULT for one tool call", events: stream(START, ["TOOL_CALL_START", { toolCallId: "tc1", toolCallName: "t" }], ["TOOL_CALL_END", { toolCallId: "tc1" }], ["TOOL_CALL_RESULT", { messageId: "a", toolCallId: "tc1", content: "x" }], ["TOOL_CALL_RESULT", { messageId: "b", toolCallId: "tc1", content: "x" }], FINISH), problem: "second TOOL_CALL_RESULT for tool call tc1", client: "accepts" },
   { name: "RUN_FINISHED for another run id", events: stream(START, ["RUN_FINISHED", { threadId: "t1", runId: "r2" }]), problem: "RUN_FINISHED runId r2 differs from RUN_STARTED r1", client: "accepts" },
 ];
@@ -209,7 +212,7 @@ describe("verifyAguiStream: problem reports", () => {
   it("reports every problem, not only the first", () => {
     const events = stream(
       ["TEXT_MESSAGE_END", { messageId: "m1" }],
-      ["TOOL_CALL_RESULT", { messageId: "x", toolCallId: "tc1", content: "x" }],
+      ["TOOL_CALL_ARGS", { toolCallId: "tc1", delta: "{}" }],
       ["STEP_STARTED", { stepName: "s" }],
       ["RUN_ERROR", { message: "boom" }],
       ["CUSTOM", { name: "n", value: 1 }],

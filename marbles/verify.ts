@@ -238,9 +238,9 @@ class RunVerifier {
 
   private toolResult(toolCallId: string | undefined): void {
     if (toolCallId === undefined) return;
-    // A result may precede TOOL_CALL_END (reference §5.5: input never completed), so "started" is enough.
-    if (!this.tools.wasSeen(toolCallId)) this.report(`TOOL_CALL_RESULT for unknown tool call ${toolCallId}`);
-    else if (this.toolResults.has(toolCallId)) this.report(`second TOOL_CALL_RESULT for tool call ${toolCallId}`);
+    // No "was started" rule: a resume run reports the result of a call started in the run it resumes
+    // (a permission granted, then the tool ran), and AG-UI allows results of earlier calls.
+    if (this.toolResults.has(toolCallId)) this.report(`second TOOL_CALL_RESULT for tool call ${toolCallId}`);
     this.toolResults.add(toolCallId);
   }
 
