@@ -67,6 +67,7 @@ async function main(argv: string[]): Promise<number> {
     heartbeatSeconds: config.heartbeatSeconds,
     upstreamIdleTimeoutSeconds: config.upstreamIdleTimeoutSeconds,
     validateEvents: config.validateEvents,
+    ...((config.console || config.demo) && { console: { demo: config.demo } }),
     idleShutdownSeconds: config.idleShutdownSeconds,
     onIdle: () => stop(),
     logger,
@@ -97,6 +98,7 @@ function banner(url: string, config: GatewayConfig): string {
     `  curl -N ${url} -H 'Content-Type: application/json' -H 'Accept: text/event-stream'${auth} \\`,
     `    -d '${body}'`,
     "(each request needs a new runId; a prompt that mentions \"deploy\" asks for permission first)",
+    ...(config.console || config.demo ? [`Web console: ${url}console`] : []),
     "",
   ].join("\n");
 }

@@ -9,6 +9,7 @@ import type Koa from "koa";
 import pino, { type Logger } from "pino";
 import type { AguiOutput } from "../operators/index.js";
 import { A2AClient, SECRET_METADATA_KEYS } from "./a2a/index.js";
+import { consoleRoutes } from "./console/route.js";
 import { createApp } from "./http/app.js";
 import { createSelfCheck } from "./http/self-check.js";
 import { createMetrics, type GatewayMetrics } from "./ops/metrics.js";
@@ -36,6 +37,8 @@ export interface GatewayOptions {
   /** Parse every outgoing event with EventSchema and verify every run; violations are logged and counted. */
   validateEvents?: boolean;
   extraMiddleware?: Koa.Middleware[];
+  /** Serve the web console at /console (needs the built page in dist/console). */
+  console?: { demo: boolean };
   /** > 0: call onIdle once no run is active and no interrupt is pending for that long. */
   idleShutdownSeconds?: number;
   onIdle?: () => void;
@@ -51,6 +54,8 @@ export interface RunningGateway {
 }
 
 export const SERVER_VERSION: string = readPackageVersion();
+/** The console page is built next to the compiled code (dist/console), also when running from src in tests. */
+const CONSOLE_DIST = fileURLToPath(new URL(import.meta.url.includes("/dist/") ? "../console/" : "../dist/console/", import.meta.url));
 
 function readPackageVersion(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
@@ -127,7 +132,10 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     ...(options.onEvent !== undefined && { onEvent: options.onEvent }),
     metrics,
     ...(options.validateEvents && { selfCheck: createSelfCheck(logger, { violation: (kind) => metrics.validationViolations.inc({ kind }) }) }),
-    ...(options.extraMiddleware !== undefined && { extraMiddleware: options.extraMiddleware }),
+    extraMiddleware: [
+      ...(options.console ? [consoleRoutes({ distDir: CONSOLE_DIST, cwd: process.cwd(), demo: options.console.demo })] : []),
+      ...(options.extraMiddleware ?? []),
+    ],
   });
   const server = createServer(app.callback());
   // SSE streams stay open far longer than Node's defaults allow an idle request.

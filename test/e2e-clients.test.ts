@@ -47,7 +47,7 @@ describe.each(Object.entries(clients))("@ag-ui/client %s", (_version, make) => {
     const agent = make(stack.gateway.url, input.threadId);
     (agent as unknown as { messages: unknown[] }).messages = input.messages;
     const first = await run(agent, { runId: input.runId, forwardedProps: input.forwardedProps });
-    const interrupts = (first.at(-1) as { outcome: { interrupts: { id: string }[] } }).outcome.interrupts;
+    const interrupts = (first.at(-1) as unknown as { outcome: { interrupts: { id: string }[] } }).outcome.interrupts;
     expect(interrupts).toHaveLength(1);
     const resume = interrupts.map((i) => ({ interruptId: i.id, status: "resolved", payload: { decision: "allow_once" } }));
     const second = await run(agent, { runId: `${input.runId}-2`, forwardedProps: input.forwardedProps, resume });
@@ -60,7 +60,7 @@ describe.each(Object.entries(clients))("@ag-ui/client %s", (_version, make) => {
     const agent = make(stack.gateway.url, input.threadId);
     (agent as unknown as { messages: unknown[] }).messages = input.messages;
     const first = await run(agent, { runId: input.runId, forwardedProps: input.forwardedProps });
-    const [interrupt] = (first.at(-1) as { outcome: { interrupts: { id: string }[] } }).outcome.interrupts;
+    const [interrupt] = (first.at(-1) as unknown as { outcome: { interrupts: { id: string }[] } }).outcome.interrupts;
     const second = await run(agent, {
       runId: `${input.runId}-2`,
       forwardedProps: input.forwardedProps,

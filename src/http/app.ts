@@ -83,11 +83,12 @@ export function createApp(options: AppOptions): Koa<State> {
     };
     metrics?.activeStreams.inc();
     try {
-      await writeSse(ctx.res, (gate) => options.runs.stream(admitted, gate), { onEvent, proto: acceptsProto(ctx.get("Accept")) });
+      const ended = await writeSse(ctx.res, (gate) => options.runs.stream(admitted, gate), { onEvent, proto: acceptsProto(ctx.get("Accept")) });
+      // A run the client walked away from is incomplete by the client's choice, not the gateway's.
+      if (ended === "completed") check?.end();
     } finally {
       metrics?.activeStreams.dec();
     }
-    check?.end();
   });
 
   router.post("/extensions/iac-code/v1/executions/:executionId/cancel", requireAuth(options.authToken), requireJson, async (ctx) => {

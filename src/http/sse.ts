@@ -56,12 +56,12 @@ export function acceptsProto(accept: string | undefined): boolean {
 
 const protoEncoder = new EventEncoder({ accept: AGUI_MEDIA_TYPE });
 
-/** Streams until the observable completes or the client goes away; resolves when the response is over. */
+/** Streams until the observable completes or the client goes away; resolves with which of the two happened. */
 export function writeSse(
   res: ServerResponse,
   events: (gate: FlowGate) => Observable<AguiOutput>,
   options: SseOptions = {},
-): Promise<void> {
+): Promise<"completed" | "disconnected"> {
   return new Promise((resolve) => {
     res.writeHead(200, options.proto ? { ...SSE_HEADERS, "Content-Type": AGUI_MEDIA_TYPE } : SSE_HEADERS);
     res.flushHeaders();
@@ -71,7 +71,7 @@ export function writeSse(
       if (done) return;
       done = true;
       if (!res.writableEnded) res.end();
-      resolve();
+      resolve("completed");
     };
     const subscription = events(gate).subscribe({
       next: (event) => {
@@ -92,7 +92,7 @@ export function writeSse(
       if (!done) {
         done = true;
         subscription.unsubscribe();
-        resolve();
+        resolve("disconnected");
       }
     });
   });

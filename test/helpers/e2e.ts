@@ -69,6 +69,8 @@ export async function startStack(
       a2aUrl: upstream.url,
       allowedRoots: [root],
       logger: silentLogger,
+      // The gateway's own self-check runs in every test; close() fails the test on any violation.
+      validateEvents: true,
       ...options.gateway,
     });
   } catch (error) {
@@ -82,9 +84,11 @@ export async function startStack(
     workspace,
     input: (overrides) => runInput(workspace, overrides),
     close: async () => {
+      const violations = (await gateway.metrics.validationViolations.get()).values.reduce((n, v) => n + v.value, 0);
       await gateway.close();
       await upstream.close();
       await rm(root, { recursive: true, force: true });
+      expect(violations, "events the gateway's --validate-events self-check flagged").toBe(0);
     },
   };
 }
