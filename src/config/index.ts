@@ -93,7 +93,7 @@ const OPTIONS: readonly OptionSpec[] = [
   },
   {
     key: "a2aUrl", kind: "string", flag: "--a2a-url", env: ["IAC_CODE_AGUI_A2A_URL"], yamlKey: "a2a_url",
-    valueName: "URL", defaultText: "unset", description: "Loopback URL of the A2A JSON-RPC endpoint.",
+    valueName: "URL", defaultText: "unset", description: "Loopback URL of the A2A JSON-RPC endpoint (unset: start `iac-code a2a` from PATH).",
   },
   {
     key: "a2aToken", kind: "string", env: ["IAC_CODE_AGUI_A2A_TOKEN"], yamlKey: "a2a_token",
@@ -116,7 +116,7 @@ const OPTIONS: readonly OptionSpec[] = [
   {
     key: "idleShutdownSeconds", kind: "seconds", flag: "--idle-shutdown", env: ["IAC_CODE_AGUI_IDLE_SHUTDOWN"],
     yamlKey: "idle_shutdown", valueName: "SECONDS", defaultText: "0",
-    description: "Exit after this long without requests (0 = never).",
+    description: "Exit 0 after this long with no active run and no pending interrupt (0 = never).",
   },
   {
     key: "heartbeatSeconds", kind: "seconds", flag: "--heartbeat", env: ["IAC_CODE_AGUI_HEARTBEAT"],
