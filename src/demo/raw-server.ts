@@ -10,6 +10,8 @@ export interface RawExchange {
   headers: IncomingHttpHeaders;
   /** The request body as received. */
   body: string;
+  /** The HTTP request line, for the REST extensions (`GET /iac-code/pipeline/state?…`). */
+  http: { method: string; url: string };
 }
 
 export interface RawResponder {
@@ -66,6 +68,7 @@ function parseExchange(req: IncomingMessage, body: string): RawExchange {
     params: parsed.params,
     headers: req.headers,
     body,
+    http: { method: req.method ?? "", url: req.url ?? "" },
   };
 }
 
