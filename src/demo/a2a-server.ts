@@ -37,6 +37,7 @@ import {
 } from "@a2a-js/sdk/server";
 import { A2AError, TaskNotCancelableError, TaskNotFoundError } from "@a2a-js/sdk/errors";
 import type { A2AMessage, A2AStreamResponse, JsonObject } from "../../operators/types.js";
+import { readRequestText } from "./read-body.js";
 
 export interface TurnContext {
   taskId: string;
@@ -400,23 +401,6 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) {
-        reject(new Error("request body too large"));
-        req.destroy();
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-  });
-}
 
 function headerValue(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name.toLowerCase()];
@@ -524,7 +508,7 @@ export async function startScriptedA2AServer(options: ScriptedA2AServerOptions):
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? "/", "http://127.0.0.1").pathname;
-    if (req.method === "POST" && path === "/") return handleRpc(req, res, await readBody(req));
+    if (req.method === "POST" && path === "/") return handleRpc(req, res, await readRequestText(req, MAX_BODY_BYTES));
     if (!authorized(req)) return sendJson(res, 401, { error: "Unauthorized" });
     if (req.method === "GET" && path === "/.well-known/agent-card.json" && card) {
       return sendJson(res, 200, AgentCard.toJSON(card));

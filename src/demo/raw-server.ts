@@ -2,6 +2,7 @@
 // CRLF framing, `event: error` frames, comments, broken JSON, partial lines, sockets reset mid-stream.
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { readRequestText } from "./read-body.js";
 
 export interface RawExchange {
   method: string;
@@ -45,14 +46,6 @@ export interface RawA2AServer {
   close(): Promise<void>;
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-  });
-}
 
 function parseExchange(req: IncomingMessage, body: string): RawExchange {
   let parsed: { method?: unknown; id?: unknown; params?: unknown } = {};
@@ -117,7 +110,7 @@ export async function startRawA2AServer(opts: RawA2AServerOptions): Promise<RawA
   const requests: RawExchange[] = [];
   const server = createServer((req, res) => {
     void (async () => {
-      const exchange = parseExchange(req, await readBody(req));
+      const exchange = parseExchange(req, await readRequestText(req));
       requests.push(exchange);
       await opts.handle(exchange, responder(res, exchange.id));
     })().catch((err: unknown) => {

@@ -4,6 +4,7 @@
 // background/helper calls (titles, summaries) can never hang a test.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { readRequestText } from "../../src/demo/read-body.js";
 
 export interface ChatMessage {
   role: string;
@@ -112,7 +113,7 @@ export async function startFakeLlm(): Promise<FakeLlm> {
       sendJson(res, 404, { error: { message: `no route ${req.method} ${url.pathname}` } });
       return;
     }
-    const body = JSON.parse(await readBody(req)) as Record<string, unknown>;
+    const body = JSON.parse(await readRequestText(req, BODY_LIMIT)) as Record<string, unknown>;
     const request: ChatRequest = {
       model: typeof body["model"] === "string" ? body["model"] : "",
       stream: body["stream"] === true,
@@ -245,23 +246,6 @@ function fragments(text: string): string[] {
   return out;
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > BODY_LIMIT) {
-        reject(new Error("request body too large"));
-        req.destroy();
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-  });
-}
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
