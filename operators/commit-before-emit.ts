@@ -18,14 +18,18 @@ export function commitBeforeEmit<T, F>(options: CommitBeforeEmitOptions<T, F>): 
       let sourceDone = false;
       let failed = false;
 
-      const drain = () => {
+      /** `first`: the commit of the queue's head, already requested by the fast path. */
+      const drain = (first?: ObservableInput<unknown>) => {
         while (!writing && !failed && queue.length > 0) {
           const item = queue.shift() as T;
-          let pending: ObservableInput<unknown> | undefined | void;
-          try {
-            pending = options.commit(item);
-          } catch (error) {
-            return fail(error, item);
+          let pending: ObservableInput<unknown> | undefined | void = first;
+          first = undefined;
+          if (pending === undefined) {
+            try {
+              pending = options.commit(item);
+            } catch (error) {
+              return fail(error, item);
+            }
           }
           if (pending === undefined) {
             subscriber.next(item);
@@ -61,9 +65,16 @@ export function commitBeforeEmit<T, F>(options: CommitBeforeEmitOptions<T, F>): 
         next: (item) => {
           if (failed) return;
           if (!writing && queue.length === 0) {
-            // Fast path: no write in flight and nothing queued.
+            // Fast path: no write in flight and nothing queued; most items need no write at all.
+            let pending: ObservableInput<unknown> | undefined | void;
+            try {
+              pending = options.commit(item);
+            } catch (error) {
+              return fail(error, item);
+            }
+            if (pending === undefined) return subscriber.next(item);
             queue.push(item);
-            drain();
+            drain(pending);
           } else {
             queue.push(item);
           }

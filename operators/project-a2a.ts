@@ -130,7 +130,9 @@ export function projectA2A(options: ProjectA2AOptions): OperatorFunction<A2AStre
       let pipelineCursor = 0;
       let finished = false;
 
-      const now = () => Math.floor(scheduler.now());
+      // One clock read per frame: every event a frame produces carries the frame's time.
+      let frameTime: number | undefined;
+      const now = () => frameTime ?? Math.floor(scheduler.now());
       const emit = (event: ProjectedItem) => subscriber.next(event);
       const signal = (namespace: IacCodeNamespace, value: JsonObject) =>
         emit({ type: "IAC_CODE_SIGNAL", namespace, value, timestamp: now() });
@@ -509,10 +511,13 @@ export function projectA2A(options: ProjectA2AOptions): OperatorFunction<A2AStre
       const upstream = source.subscribe({
         next: (frame) => {
           if (finished) return;
+          frameTime = Math.floor(scheduler.now());
           try {
             onFrame(frame);
           } catch (error) {
             fail(error);
+          } finally {
+            frameTime = undefined;
           }
         },
         error: fail,

@@ -13,10 +13,18 @@ export function resultOf(frame: A2AStreamResponse): A2AResult & A2AMessage {
 /** `TASK_STATE_INPUT_REQUIRED` → `input-required`; the US spelling `canceled` is the only one A2A uses. */
 export function normalizeState(state: unknown): string | undefined {
   if (typeof state !== "string" || state === "") return undefined;
-  let s = state.toLowerCase();
-  if (s.startsWith("task_state_")) s = s.slice("task_state_".length);
-  return s.replaceAll("_", "-");
+  let normalized = NORMALIZED_STATES.get(state);
+  if (normalized === undefined) {
+    normalized = state.toLowerCase();
+    if (normalized.startsWith("task_state_")) normalized = normalized.slice("task_state_".length);
+    normalized = normalized.replaceAll("_", "-");
+    // Kernels use a handful of spellings; a bounded memo keeps the per-frame cost a map lookup.
+    if (NORMALIZED_STATES.size < 64) NORMALIZED_STATES.set(state, normalized);
+  }
+  return normalized;
 }
+
+const NORMALIZED_STATES = new Map<string, string>();
 
 export const FAILED_STATES: ReadonlySet<string> = new Set(["failed", "rejected", "auth-required"]);
 export const TERMINAL_STATES: ReadonlySet<string> = new Set(["completed", "failed", "rejected", "auth-required", "canceled"]);

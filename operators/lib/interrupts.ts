@@ -23,8 +23,11 @@ export interface RequiredInput {
 export type Translate = (english: string, language?: string) => string;
 
 /** Required inputs of one frame's iac_code metadata, allowlist-filtered, deduplicated, in order. */
+const NONE: RequiredInput[] = [];
+
 export function requiredInputs(iacCode: Record<string, unknown> | undefined): RequiredInput[] {
-  if (!iacCode) return [];
+  // Hot path: almost every frame carries neither key.
+  if (!iacCode || (iacCode.input === undefined && iacCode.pendingPermissions === undefined)) return NONE;
   const found: RequiredInput[] = [];
   const seen = new Set<string>();
   const add = (raw: unknown, fromPendingList: boolean) => {

@@ -83,9 +83,63 @@ export function decodeStreamResult(result: unknown): A2AStreamResponse {
     if (found !== undefined) throw invalidFrame();
     found = key;
   }
-  if (found === undefined || !streamPayloads[found].safeParse(result[found]).success) throw invalidFrame();
+  if (found === undefined) throw invalidFrame();
+  // The hand-written guards are the fast path; the zod schemas stay the definition, and decide whenever a
+  // guard says no (test/frames-guard.test.ts checks that a guard never accepts what its schema refuses).
+  if (!FAST_GUARDS[found](result[found]) && !streamPayloads[found].safeParse(result[found]).success) throw invalidFrame();
   return result as A2AStreamResponse;
 }
+
+const isString = (x: unknown) => x === undefined || typeof x === "string";
+const isObj = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null && !Array.isArray(x);
+const isOptObj = (x: unknown) => x === undefined || isObj(x);
+const isOptBool = (x: unknown) => x === undefined || typeof x === "boolean";
+const isOptArray = (x: unknown, item: (y: unknown) => boolean) => x === undefined || (Array.isArray(x) && x.every(item));
+
+const guardPart = (x: unknown): boolean =>
+  isObj(x) && isString(x.text) && isString(x.raw) && isString(x.url) && isString(x.mediaType) && isString(x.filename) && isOptObj(x.metadata);
+const guardMessage = (x: unknown): boolean =>
+  isObj(x) &&
+  isString(x.messageId) &&
+  isString(x.contextId) &&
+  isString(x.taskId) &&
+  isString(x.role) &&
+  isOptArray(x.parts, guardPart) &&
+  isOptObj(x.metadata);
+const guardStatus = (x: unknown): boolean =>
+  isObj(x) && isString(x.state) && (x.message === undefined || guardMessage(x.message)) && isString(x.timestamp);
+const guardArtifact = (x: unknown): boolean =>
+  isObj(x) &&
+  isString(x.artifactId) &&
+  isString(x.name) &&
+  isString(x.description) &&
+  isOptArray(x.parts, guardPart) &&
+  isOptObj(x.metadata) &&
+  isOptArray(x.extensions, (e) => typeof e === "string");
+
+export const FAST_GUARDS: Record<StreamKey, (x: unknown) => boolean> = {
+  task: (x) =>
+    isObj(x) &&
+    isString(x.id) &&
+    isString(x.contextId) &&
+    (x.status === undefined || guardStatus(x.status)) &&
+    isOptArray(x.history, guardMessage) &&
+    isOptArray(x.artifacts, guardArtifact) &&
+    isOptObj(x.metadata),
+  statusUpdate: (x) =>
+    isObj(x) && isString(x.taskId) && isString(x.contextId) && (x.status === undefined || guardStatus(x.status)) && isOptObj(x.metadata),
+  artifactUpdate: (x) =>
+    isObj(x) &&
+    isString(x.taskId) &&
+    isString(x.contextId) &&
+    (x.artifact === undefined || guardArtifact(x.artifact)) &&
+    isOptBool(x.append) &&
+    isOptBool(x.lastChunk) &&
+    isOptObj(x.metadata),
+  message: guardMessage,
+};
+
+export const STREAM_SCHEMAS = streamPayloads;
 
 /** GetTask and CancelTask return the Task itself, without a wrapper key. */
 export function decodeTask(x: unknown): A2ATask {
