@@ -13,15 +13,22 @@ export interface CommitBeforeEmitOptions<T, F> {
 export function commitBeforeEmit<T, F>(options: CommitBeforeEmitOptions<T, F>): OperatorFunction<T, T | F> {
   return (source) =>
     new Observable<T | F>((subscriber) => {
-      const queue: T[] = [];
+      // A queue read from `head` (shift() would make draining a long backlog quadratic).
+      let queue: T[] = [];
+      let head = 0;
+      const queued = () => queue.length - head;
       let writing: Subscription | undefined;
       let sourceDone = false;
       let failed = false;
 
       /** `first`: the commit of the queue's head, already requested by the fast path. */
       const drain = (first?: ObservableInput<unknown>) => {
-        while (!writing && !failed && queue.length > 0) {
-          const item = queue.shift() as T;
+        while (!writing && !failed && queued() > 0) {
+          const item = queue[head++] as T;
+          if (head === queue.length) {
+            queue = [];
+            head = 0;
+          }
           let pending: ObservableInput<unknown> | undefined | void = first;
           first = undefined;
           if (pending === undefined) {
@@ -51,12 +58,13 @@ export function commitBeforeEmit<T, F>(options: CommitBeforeEmitOptions<T, F>): 
           });
           if (!settled) writing = write;
         }
-        if (!writing && !failed && sourceDone && queue.length === 0) subscriber.complete();
+        if (!writing && !failed && sourceDone && queued() === 0) subscriber.complete();
       };
 
       const fail = (error: unknown, item: T) => {
         failed = true;
-        queue.length = 0;
+        queue = [];
+        head = 0;
         subscriber.next(options.onFailure(error, item));
         subscriber.complete();
       };
@@ -64,7 +72,7 @@ export function commitBeforeEmit<T, F>(options: CommitBeforeEmitOptions<T, F>): 
       const upstream = source.subscribe({
         next: (item) => {
           if (failed) return;
-          if (!writing && queue.length === 0) {
+          if (!writing && queued() === 0) {
             // Fast path: no write in flight and nothing queued; most items need no write at all.
             let pending: ObservableInput<unknown> | undefined | void;
             try {

@@ -7,7 +7,9 @@ import { runWithHttpAgent, startStack, type Stack } from "./helpers/e2e.js";
 
 const TASK = "task-fu";
 let contextId = "";
+/** The second scenario: the turn ends before the gateway subscribes (SubscribeToTask answers -32001). */
 let subscribeIdle = false;
+let answered = false;
 const status = (state: string, iac: Record<string, unknown>, text?: string) => ({
   statusUpdate: {
     taskId: TASK,
@@ -35,17 +37,20 @@ function handle(ex: RawExchange, res: RawResponder): void {
         return;
       }
       // The answer: acknowledged, then the stream closes early.
+      answered = true;
       res.sseFrame(status("WORKING", { inputReceived: { kind: "permission", inputId: "permission-fu", toolUseId: "call_fu", decision: "allow_once" } }));
       res.end();
       return;
-    case "GetTask":
+    case "GetTask": {
+      const ended = subscribeIdle && answered;
       return reply({
         id: TASK,
         contextId,
-        status: { state: subscribeIdle ? "TASK_STATE_INPUT_REQUIRED" : "TASK_STATE_WORKING", message: { messageId: "old", role: "ROLE_AGENT", parts: [{ text: "stale text" }] } },
+        status: { state: ended ? "TASK_STATE_INPUT_REQUIRED" : "TASK_STATE_WORKING", message: { messageId: "old", role: "ROLE_AGENT", parts: [{ text: "stale text" }] } },
         history: [{ messageId: "h", role: "ROLE_AGENT", parts: [{ text: "history text" }] }],
-        metadata: { iac_code: { iacCodeSessionId: "sess-fu", ...(subscribeIdle ? {} : { input: { ...input, contextId } }) } },
+        metadata: { iac_code: { iacCodeSessionId: "sess-fu", ...(ended ? {} : { input: { ...input, contextId } }) } },
       });
+    }
     case "SubscribeToTask":
       if (subscribeIdle) return res.json(200, { jsonrpc: "2.0", id: ex.id, error: { code: -32001, message: "task is not active" } });
       res.sseStart();
@@ -67,6 +72,7 @@ beforeAll(async () => {
 afterAll(() => stack.close());
 
 async function interruptAndResume() {
+  answered = false;
   const input = stack.input({ prompt: "touch a.txt" });
   const first = await runWithHttpAgent(stack.gateway.url, input);
   expect(first.events.at(-1)).toMatchObject({ outcome: { type: "interrupt" } });

@@ -754,10 +754,15 @@ describe("disconnects", () => {
     const normal = await postRaw(stack.gateway.url, stack.input({ threadId: parked.input.threadId }));
     expect(normal.status).toBe(409);
     expect(normal.json).toMatchObject({ error: { code: "RESUME_REQUIRED" } });
-    // Once the kernel is idle again the same answer can be retried with a new runId.
+    // The kernel went on to apply that answer after the client left. A retry must not apply it again: the
+    // task's history shows the answer, so the retry is "already applied" and the thread is free again.
     expect(await waitFor(() => slowAnswerDone, 5_000)).toBe(true);
     const retried = await resumeWith(stack.gateway.url, parked, [allowOnce("permission-slow")]);
-    expectSuccess(retried);
+    expect(retried.events.map((e) => e.type)).toEqual(["RUN_STARTED", "RUN_ERROR"]);
+    expect(retried.events.at(-1)).toMatchObject({ code: "RESUME_ALREADY_APPLIED" });
+    expect(messagesToTask(stack.upstream, parked.taskId)).toHaveLength(1);
+    const next = await postRaw(stack.gateway.url, stack.input({ threadId: parked.input.threadId }));
+    expect(next.status).toBe(200);
   });
 
   it("a resume dropped after the upstream accepted it is an active run left behind: its task is cancelled", async () => {

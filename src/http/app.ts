@@ -76,9 +76,11 @@ export function createApp(options: AppOptions): Koa<State> {
     const admitted = await admitRun(options, body, ctx.state.language);
     ctx.respond = false;
     const check = options.selfCheck?.();
+    // Counted locally and added to the metric once per stream: prom-client per event costs on the hot path.
+    const counts = new Map<string, number>();
     const onEvent = (event: AguiOutput) => {
       check?.onEvent(event);
-      metrics?.eventsOut.inc({ type: event.type });
+      counts.set(event.type, (counts.get(event.type) ?? 0) + 1);
       options.onEvent?.(event);
     };
     metrics?.activeStreams.inc();
@@ -88,6 +90,7 @@ export function createApp(options: AppOptions): Koa<State> {
       if (ended === "completed") check?.end();
     } finally {
       metrics?.activeStreams.dec();
+      for (const [type, n] of counts) metrics?.eventsOut.inc({ type }, n);
     }
   });
 
@@ -120,6 +123,8 @@ export function createApp(options: AppOptions): Koa<State> {
     await writeSse(ctx.res, () => events, { proto: acceptsProto(ctx.get("Accept")) });
   });
 
+  // Koa reports socket errors (a client hanging up mid-stream) here; they are not the gateway's failures.
+  app.on("error", (error: unknown) => options.logger.debug({ err: error }, "connection error"));
   app.use(errorEnvelope(options.logger));
   app.use(async (ctx, next) => {
     ctx.state.language = resolveAcceptLanguage(ctx.get("Accept-Language") || undefined);

@@ -67,6 +67,12 @@ export function writeSse(
     res.flushHeaders();
     const gate = new DrainGate(res);
     let done = false;
+    // The events one upstream chunk produces leave in one socket write, not one write each.
+    let corked = false;
+    const uncork = () => {
+      corked = false;
+      res.uncork();
+    };
     const end = () => {
       if (done) return;
       done = true;
@@ -82,6 +88,11 @@ export function writeSse(
           record = protoEncoder.encodeProtobuf(event);
         } else {
           record = event.type === "HEARTBEAT" ? HEARTBEAT_RECORD : `data: ${JSON.stringify(event)}\n\n`;
+        }
+        if (!corked) {
+          corked = true;
+          res.cork();
+          process.nextTick(uncork);
         }
         if (!res.write(record)) gate.block();
       },

@@ -95,7 +95,23 @@ export function planResume(record: ThreadRecord, entries: ResumeEntry[], task: A
       throw new RunError("EXECUTION_LOST", "The A2A task to resume is unavailable.");
     }
     const iac = isObject(task.metadata?.iac_code) ? (task.metadata.iac_code as Record<string, unknown>) : undefined;
-    for (const input of requiredInputs(iac)) {
+    const exposed = requiredInputs(iac);
+    const waiting = new Set(exposed.map((input) => input.value.inputId));
+    for (const id of known) {
+      if (waiting.has(id)) continue;
+      if (answeredInHistory(task, id)) {
+        // The kernel took an answer the gateway never recorded (it stopped between the two): record it
+        // now, so the same answer is "already applied" and nothing is sent twice.
+        const entry = entries.find((e) => e.interruptId === id);
+        if (entry) record.appliedResumeDigests.push({ executionId: execution.executionId, interruptId: id, digest: resumeDigest(entry) });
+        delete pending[id];
+      } else if (state === "input-required") {
+        // The turn ended and nothing waits for this answer any more (the kernel restarted or moved on).
+        execution.pending = {};
+        throw new RunError("EXECUTION_LOST", "The A2A task to resume is unavailable.");
+      }
+    }
+    for (const input of exposed) {
       const id = input.value.inputId;
       if (applied(record, id) !== undefined) continue;
       const existing = Object.hasOwn(pending, id) ? pending[id] : undefined;
@@ -157,6 +173,19 @@ export function planResume(record: ThreadRecord, entries: ResumeEntry[], task: A
   }
   if (answers.some((a) => a.entry.status === "cancelled" && a.pending.value.kind !== "permission")) return { kind: "cancel" };
   return { kind: "apply", answers };
+}
+
+/** A user message of the task carries our answer to `inputId` (its data part, or our resume message id). */
+function answeredInHistory(task: A2ATask, inputId: string): boolean {
+  for (const message of task.history ?? []) {
+    if (message.role !== "ROLE_USER" && message.role !== "user") continue;
+    const id = message.messageId ?? "";
+    if (id.startsWith("agui-resume-") && id.endsWith(inputId)) return true;
+    for (const part of message.parts ?? []) {
+      if (isObject(part.data) && part.data.inputId === inputId) return true;
+    }
+  }
+  return false;
 }
 
 /** What one answer becomes on the A2A wire. */

@@ -166,6 +166,9 @@ export class RunService {
         this.activeRuns.delete(threadId);
         if (before) this.threads.set(threadId, before);
         else this.threads.delete(threadId);
+        // The write may have landed before it failed (a directory fsync error): put the disk back too,
+        // so the refused request does not consume its run id.
+        await (before ? this.options.store.save(before) : this.options.store.remove?.(threadId))?.catch(() => undefined);
         this.options.logger.warn({ err: error, threadId }, "admission write failed");
         throw admission.stateUnavailable();
       }
@@ -180,7 +183,10 @@ export class RunService {
     const staged: { inputs: RequiredInput[]; interrupts: Interrupt[] } = { inputs: [], interrupts: [] };
     const resume = ticket.kind === "resume";
     const translateFor = (english: string, lang?: string) => translate(normalizeLanguage(lang) ?? language, english);
-    const frames = resume ? this.resumeFrames(ticket, flow) : this.turnFrames(ticket, flow);
+    // While a durable write is in flight the upstream is not read either: frames would only queue up.
+    let committing: Promise<void> | undefined;
+    const gate: FlowGate = { ready: () => committing ?? flow.ready() };
+    const frames = resume ? this.resumeFrames(ticket, gate) : this.turnFrames(ticket, gate);
     return frames.pipe(
       createAguiPipeline({
         threadId: request.threadId,
@@ -224,7 +230,20 @@ export class RunService {
             execution.pipelineSequence = sequence;
           },
         },
-        commit: (event) => this.commitBeforeEmit(ticket, event, staged),
+        commit: (event) => {
+          const write = this.commitBeforeEmit(ticket, event, staged);
+          if (write) {
+            const settled = write.then(
+              () => undefined,
+              () => undefined,
+            );
+            committing = settled;
+            void settled.then(() => {
+              if (committing === settled) committing = undefined;
+            });
+          }
+          return write;
+        },
       }),
       tap((item) => {
         if (item.type === EventType.RUN_FINISHED || item.type === EventType.RUN_ERROR) ticket.terminal = item;
@@ -487,8 +506,8 @@ export class RunService {
   private async release(ticket: RunTicket): Promise<void> {
     const { threadId } = ticket.request;
     const record = ticket.record;
-    if (!ticket.terminal && !ticket.interrupted && Object.keys(record.execution.pending).length === 0) {
-      // The client left an active run: nobody will read it, so stop the work upstream.
+    if (!ticket.interrupted && Object.keys(record.execution.pending).length === 0 && abandonsTask(ticket.terminal)) {
+      // The client left an active run, or the stream broke: nobody will read the task, so stop it upstream.
       await this.cancelUpstream(record);
     }
     await this.lock.run(threadId, async () => {
@@ -680,6 +699,13 @@ function markTerminal(record: ThreadRecord): void {
   if (execution.taskId !== null) execution.lastTaskId = execution.taskId;
   execution.taskId = null;
   if (!record.terminalExecutionIds.includes(execution.executionId)) record.terminalExecutionIds.push(execution.executionId);
+}
+
+/** Runs that end this way leave their A2A task running unless the gateway cancels it. */
+function abandonsTask(terminal: AguiEvent | undefined): boolean {
+  if (terminal === undefined) return true;
+  const code = (terminal as { code?: string }).code;
+  return terminal.type === EventType.RUN_ERROR && (code === "A2A_UNAVAILABLE" || code === "A2A_PROTOCOL_ERROR");
 }
 
 function sleep(ms: number): Promise<void> {

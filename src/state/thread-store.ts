@@ -54,6 +54,8 @@ export interface ThreadStore {
   load(threadId: string): Promise<ThreadRecord | undefined>;
   /** Durable once the promise resolves (atomic replace). Throws on failure. */
   save(record: ThreadRecord): Promise<void>;
+  /** Forgets a thread (rolling back the admission of a new thread whose write failed). */
+  remove?(threadId: string): Promise<void>;
 }
 
 /** In-process store: the same contract without a disk, for tests and embedders. */
@@ -67,5 +69,9 @@ export class MemoryThreadStore implements ThreadStore {
 
   async save(record: ThreadRecord): Promise<void> {
     this.threads.set(record.threadId, structuredClone(record));
+  }
+
+  async remove(threadId: string): Promise<void> {
+    this.threads.delete(threadId);
   }
 }
