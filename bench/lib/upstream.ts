@@ -1,0 +1,261 @@
+// The fake A2A kernel for the bench: raw node:http, JSON-RPC SendStreamingMessage answered from
+// pre-rendered bytes written as fast as the socket takes them (with backpressure). The user prompt
+// picks the behaviour — `bench {"mode":"burst","frames":100000}` — so the gateway and the relays,
+// which forward the same message, get the same stream from the same server.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { endOfTurn, renderTextDeltas, renderTurn, sseRecord, turnResults } from "./stream.js";
+
+export type UpstreamMode =
+  | { mode: "burst"; frames: number }
+  | { mode: "paced"; frames: number; intervalMs?: number }
+  | { mode: "park" }
+  | { mode: "trivial" }
+  | { mode: "flood"; bytes: number };
+
+export function benchPrompt(mode: UpstreamMode): string {
+  return `bench ${JSON.stringify(mode)}`;
+}
+
+/** What the last flood response managed to write: the slow-reader check reads it. */
+export interface FloodStats {
+  offeredBytes: number;
+  writtenBytes: number;
+  /** The socket was full at the last sample: backpressure reached the upstream write. */
+  waitingForDrain: boolean;
+  drainWaits: number;
+  finished: boolean;
+}
+
+export interface UpstreamStats {
+  /** Bursts that had to render their body inside the request (a timed run should see none). */
+  renderMisses: number;
+  open: number;
+  parked: number;
+  served: number;
+  flood: FloodStats | undefined;
+}
+
+export interface BenchUpstream {
+  url: string;
+  port: number;
+  stats(): UpstreamStats;
+  /** Renders a burst body ahead of the request that will ask for it. */
+  prepare(contextId: string, frames: number): { frames: number; bytes: number };
+  close(): Promise<void>;
+}
+
+const SLICE = 64 * 1024;
+const TIMESTAMP_MARK = "@t=";
+
+/** The text of a paced delta carries its send time (wall-clock ms, sub-ms precision, comparable across processes). */
+export function stampText(now: number): string {
+  return `${TIMESTAMP_MARK}${now.toFixed(3)}@ `;
+}
+
+/** Finds every send time stamped into a chunk of SSE text (gateway or relay output alike). */
+export function readStamps(text: string, into: (sentAt: number) => void): void {
+  let at = text.indexOf(TIMESTAMP_MARK);
+  while (at >= 0) {
+    const end = text.indexOf("@", at + TIMESTAMP_MARK.length);
+    if (end < 0) return;
+    into(Number(text.slice(at + TIMESTAMP_MARK.length, end)));
+    at = text.indexOf(TIMESTAMP_MARK, end + 1);
+  }
+}
+
+export function wallClockMs(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+interface Exchange {
+  id: unknown;
+  method: string;
+  contextId: string;
+  mode: UpstreamMode | undefined;
+}
+
+export async function startBenchUpstream(options: { port?: number } = {}): Promise<BenchUpstream> {
+  const renders = new Map<string, Buffer>();
+  const counters = { renderMisses: 0, open: 0, parked: 0, served: 0 };
+  let flood: FloodStats | undefined;
+
+  const rendered = (contextId: string, frames: number, miss = true): Buffer => {
+    const key = `${contextId}|${frames}`;
+    let body = renders.get(key);
+    if (!body) {
+      if (miss) counters.renderMisses++;
+      // A handful of contexts per run at most; drop the oldest so a long full run cannot pile up buffers.
+      if (renders.size >= 6) renders.delete(renders.keys().next().value!);
+      body = renderTurn({ frames, contextId }).body;
+      renders.set(key, body);
+    }
+    return body;
+  };
+
+  const server: Server = createServer((req, res) => {
+    void handle(req, res).catch(() => res.destroy());
+  });
+  server.requestTimeout = 0;
+  server.headersTimeout = 60_000;
+  server.keepAliveTimeout = 60_000;
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method === "GET") {
+      json(res, 200, { name: "bench upstream", version: "1.0.0", protocolVersion: "1.0", capabilities: { streaming: true }, supportedInterfaces: [{ url: `http://127.0.0.1:${port}/`, protocolBinding: "JSONRPC", protocolVersion: "1.0" }] });
+      return;
+    }
+    const ex = parseExchange(await readBody(req));
+    if (ex.method !== "SendStreamingMessage" || !ex.mode) {
+      json(res, 200, { jsonrpc: "2.0", id: ex.id, error: { code: -32601, message: `bench upstream: unsupported ${ex.method}` } });
+      return;
+    }
+    counters.open++;
+    res.once("close", () => counters.open--);
+    res.writeHead(200, { "Content-Type": "text/event-stream", "Cache-Control": "no-cache", Connection: "keep-alive" });
+    res.flushHeaders();
+    const mode = ex.mode;
+    if (mode.mode === "burst") await writeAll(res, rendered(ex.contextId, mode.frames));
+    else if (mode.mode === "paced") await paced(res, ex.contextId, mode.frames, mode.intervalMs ?? 1);
+    else if (mode.mode === "trivial") await writeAll(res, renderTurn({ frames: 6, contextId: ex.contextId }).body);
+    else if (mode.mode === "park") await park(res, ex.contextId);
+    else await floodBody(res, ex.contextId, mode.bytes);
+    counters.served++;
+    if (!res.writableEnded && !res.destroyed) res.end();
+  }
+
+  async function park(res: ServerResponse, contextId: string): Promise<void> {
+    const head = [...turnResults({ frames: 4, contextId, thinkingPerCall: 0, end: false })].map((r) => sseRecord(r)).join("");
+    res.write(head);
+    counters.parked++;
+    await new Promise<void>((resolve) => res.once("close", () => resolve()));
+    counters.parked--;
+  }
+
+  async function floodBody(res: ServerResponse, contextId: string, offered: number): Promise<void> {
+    res.write([...turnResults({ frames: 3, contextId, end: false })].map((r) => sseRecord(r)).join(""));
+    const chunk = renderTextDeltas(contextId, 4000);
+    const stats: FloodStats = { offeredBytes: offered, writtenBytes: 0, waitingForDrain: false, drainWaits: 0, finished: false };
+    flood = stats;
+    while (stats.writtenBytes < offered && !res.destroyed) {
+      const ok = res.write(chunk);
+      stats.writtenBytes += chunk.length;
+      if (!ok) {
+        stats.waitingForDrain = true;
+        stats.drainWaits++;
+        if (!(await drained(res))) break;
+        stats.waitingForDrain = false;
+      }
+    }
+    if (!res.destroyed) res.write(sseRecord(endOfTurn("task-bench-1", contextId)));
+    stats.finished = !res.destroyed;
+  }
+
+  async function paced(res: ServerResponse, contextId: string, frames: number, intervalMs: number): Promise<void> {
+    const taskId = "task-bench-1";
+    const head = [...turnResults({ frames: 3, contextId, end: false })].map((r) => sseRecord(r)).join("");
+    res.write(head);
+    const started = performance.now();
+    let sent = 0;
+    // setTimeout(1) fires every ~1.1 ms; catch up on what is due so the rate stays at 1/intervalMs.
+    while (sent < frames && !res.destroyed) {
+      const due = Math.min(frames, Math.floor((performance.now() - started) / intervalMs) + 1);
+      while (sent < due) {
+        sent++;
+        res.write(
+          sseRecord({
+            statusUpdate: {
+              taskId,
+              contextId,
+              status: { state: "TASK_STATE_WORKING", message: { messageId: `${taskId}-message`, contextId, taskId, role: "ROLE_AGENT", parts: [{ text: stampText(wallClockMs()) }] } },
+              metadata: { iac_code: { iacCodeSessionId: "8d2c7e1a-3b4f-4c5d-9e6f-0a1b2c3d4e5f" } },
+            },
+          }),
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    if (!res.destroyed) res.write(sseRecord(endOfTurn(taskId, contextId)));
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, "127.0.0.1", () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    port,
+    stats: () => ({ ...counters, flood: flood && { ...flood } }),
+    prepare: (contextId, frames) => {
+      const body = rendered(contextId, frames, false);
+      return { frames, bytes: body.length };
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** Writes the body in slices, waiting for 'drain' whenever the socket is full. */
+async function writeAll(res: ServerResponse, body: Buffer): Promise<void> {
+  for (let at = 0; at < body.length && !res.destroyed; at += SLICE) {
+    if (!res.write(body.subarray(at, at + SLICE)) && !(await drained(res))) return;
+  }
+}
+
+function drained(res: ServerResponse): Promise<boolean> {
+  return new Promise((resolve) => {
+    const onDrain = () => done(true);
+    const onClose = () => done(false);
+    const done = (ok: boolean) => {
+      res.off("drain", onDrain);
+      res.off("close", onClose);
+      resolve(ok);
+    };
+    res.on("drain", onDrain);
+    res.on("close", onClose);
+  });
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
+}
+
+function parseExchange(body: string): Exchange {
+  let rpc: { id?: unknown; method?: unknown; params?: { message?: { contextId?: unknown; parts?: Array<{ text?: unknown }> } } } = {};
+  try {
+    rpc = JSON.parse(body) as typeof rpc;
+  } catch {
+    // not JSON-RPC: answered as an unsupported method
+  }
+  const message = rpc.params?.message;
+  const text = message?.parts?.find((p) => typeof p.text === "string")?.text;
+  let mode: UpstreamMode | undefined;
+  if (typeof text === "string" && text.startsWith("bench ")) {
+    try {
+      mode = JSON.parse(text.slice(6)) as UpstreamMode;
+    } catch {
+      mode = undefined;
+    }
+  }
+  return {
+    id: rpc.id ?? null,
+    method: typeof rpc.method === "string" ? rpc.method : "",
+    contextId: typeof message?.contextId === "string" ? message.contextId : "ctx-bench",
+    mode,
+  };
+}

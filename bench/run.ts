@@ -1,0 +1,253 @@
+// `npm run bench` (full) / `npm run bench -- --quick` (under 5 minutes on 2 cores): every figure is a ratio
+// or a distribution measured in this run against a baseline measured in this run. Servers run in child
+// processes (upstream, relays, gateway) and the measuring client runs here. Writes bench/results.json.
+// Flags: --quick, --profile (cpu profile of the throughput gateway, top self-time functions printed),
+// --only=key,key (run some scenarios: throughput,latency,admission,python,state,pipeline,slow,idle),
+// --idle-count=N (fewer idle streams, for a quick look), --gateway-dist=DIR (bench a compiled tree other than dist/, e.g. a patched copy, for an A/B comparison).
+import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { loadavg, tmpdir } from "node:os";
+import path from "node:path";
+import { ROOT, resolveGatewayBuild } from "./lib/build.js";
+import { killAllChildren, spawnChild } from "./lib/children.js";
+import type { BenchContext } from "./lib/context.js";
+import { hotSpots } from "./lib/profile.js";
+import { round } from "./lib/stats.js";
+import { startGatewaySystem, startRelaySystem, type System } from "./lib/systems.js";
+import { admission } from "./scenarios/admission.js";
+import { IDLE_TARGET, idleStreams } from "./scenarios/idle.js";
+import { latency } from "./scenarios/latency.js";
+import { pipeline } from "./scenarios/pipeline.js";
+import { pythonReference } from "./scenarios/python-ref.js";
+import { slowReader } from "./scenarios/slow-reader.js";
+import { stateWrite } from "./scenarios/state-write.js";
+import { throughput } from "./scenarios/throughput.js";
+
+const argv = process.argv.slice(2);
+const quick = argv.includes("--quick");
+const profile = argv.includes("--profile");
+const only = argv.find((a) => a.startsWith("--only="))?.slice(7).split(",");
+const gatewayDist = argv.find((a) => a.startsWith("--gateway-dist="))?.slice(15);
+const idleCount = Number(argv.find((a) => a.startsWith("--idle-count="))?.slice(13) ?? IDLE_TARGET);
+const wants = (name: string) => !only || only.includes(name);
+
+const TARGETS = {
+  floorRatio: "≥ 0.7",
+  relayRatio: "reported",
+  p99AddedLatencyMs: "≤ 2",
+  idleStreams: `count ≥ ${IDLE_TARGET}, rssMB ≤ 600`,
+  pipelineEventsPerSec: "≥ 1,000,000",
+  slowReader: "bounded: true",
+  pythonReferenceRatio: "≥ 10",
+  stateWriteMedianMs: "reported",
+  admissionMedianMs: "reported",
+} as const;
+type Key = keyof typeof TARGETS;
+
+function passes(key: Key, value: unknown): boolean | undefined {
+  if (value === undefined) return false;
+  switch (key) {
+    case "floorRatio":
+      return (value as number) >= 0.7;
+    case "p99AddedLatencyMs":
+      return (value as number) <= 2;
+    case "idleStreams": {
+      const v = value as { count: number; rssMB: number };
+      return v.count >= IDLE_TARGET && v.rssMB <= 600;
+    }
+    case "pipelineEventsPerSec":
+      return (value as number) >= 1_000_000;
+    case "slowReader":
+      return (value as { bounded: boolean }).bounded;
+    case "pythonReferenceRatio":
+      return (value as number) >= 10;
+    default:
+      return undefined;
+  }
+}
+
+const log = (line: string) => console.log(line);
+const results: Partial<Record<Key, unknown>> = {};
+const details: Record<string, unknown> = {};
+const started = Date.now();
+
+async function scenario(name: string, body: () => Promise<void>): Promise<void> {
+  const at = Date.now();
+  log(`▶ ${name}`);
+  try {
+    await body();
+  } catch (error) {
+    details[name] = { ...(details[name] as object | undefined), error: String(error instanceof Error ? error.message : error) };
+    log(`  ✗ ${name} failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  log(`  (${((Date.now() - at) / 1000).toFixed(1)} s)`);
+}
+
+async function main(): Promise<void> {
+  log(`agui-gateway bench (${quick ? "quick" : "full"}), node ${process.version}, load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+  details.loadAverage = { start: loadavg().map((l) => round(l, 2)) };
+  const build = resolveGatewayBuild(log, gatewayDist);
+  log(`gateway build: ${build.note}`);
+  const root = await mkdtemp(path.join(tmpdir(), "agui-bench-"));
+  const workspace = path.join(root, "ws");
+  await mkdir(workspace);
+  const profileDir = path.join(tmpdir(), "agui-bench-profiles");
+  const upstream = await spawnChild<{ url: string; port: number }>("upstream", "upstream.ts");
+  let scratchCount = 0;
+  const ctx: BenchContext = {
+    quick,
+    profile,
+    build,
+    upstream,
+    root,
+    workspace,
+    scratch: async (name) => {
+      const dir = path.join(root, "scratch", `${name}-${++scratchCount}`);
+      await mkdir(dir, { recursive: true });
+      return dir;
+    },
+    log,
+  };
+  const running: System[] = [];
+  const stopAll = async () => {
+    await Promise.all(running.splice(0).map((s) => s.stop().catch(() => undefined)));
+  };
+  try {
+    if (wants("throughput") || wants("latency") || wants("admission") || wants("python")) {
+      const floor = await startRelaySystem(ctx, "floor");
+      running.push(floor);
+      const raw = await startRelaySystem(ctx, "raw");
+      running.push(raw);
+      if (profile) await mkdir(profileDir, { recursive: true });
+      const gateway = await startGatewaySystem(ctx, "gateway", {
+        stateDir: await ctx.scratch("gateway-state"),
+        ...(profile && { execArgv: ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] }),
+      });
+      running.push(gateway);
+      if (wants("throughput")) {
+        await scenario("throughput", async () => {
+          const r = await throughput(ctx, { floor, raw, gateway });
+          results.floorRatio = r.floorRatio;
+          results.relayRatio = r.relayRatio;
+          details.throughput = r.detail;
+        });
+      }
+      if (wants("latency")) {
+        await scenario("latency", async () => {
+          const r = await latency(ctx, { raw, gateway });
+          results.p99AddedLatencyMs = r.p99AddedLatencyMs;
+          details.latency = r.detail;
+        });
+      }
+      if (wants("admission")) {
+        await scenario("admission", async () => {
+          const r = await admission(ctx, gateway);
+          results.admissionMedianMs = r.admissionMedianMs;
+          details.admission = r.detail;
+        });
+      }
+      if (wants("python")) {
+        await scenario("python reference", async () => {
+          const r = await pythonReference(ctx, gateway);
+          if (r.pythonReferenceRatio !== undefined) results.pythonReferenceRatio = r.pythonReferenceRatio;
+          else log(`  pythonReferenceRatio omitted: ${String(r.detail.skipped)}`);
+          details.pythonReference = r.detail;
+        });
+      }
+      await stopAll();
+      if (profile) await reportProfile(profileDir, gateway.child!.pid);
+    }
+    if (wants("state")) {
+      await scenario("state write", async () => {
+        const r = await stateWrite(ctx);
+        results.stateWriteMedianMs = r.stateWriteMedianMs;
+        details.stateWrite = r.detail;
+      });
+    }
+    if (wants("pipeline")) {
+      await scenario("pipeline", async () => {
+        const r = await pipeline(ctx);
+        results.pipelineEventsPerSec = r.pipelineEventsPerSec;
+        details.pipeline = r.detail;
+      });
+    }
+    if (wants("slow")) {
+      await scenario("slow reader", async () => {
+        const gateway = await startGatewaySystem(ctx, "gateway (slow reader)");
+        running.push(gateway);
+        const r = await slowReader(ctx, gateway);
+        results.slowReader = r.slowReader;
+        details.slowReader = r.detail;
+        await stopAll();
+      });
+    }
+    if (wants("idle")) {
+      await scenario("idle streams", async () => {
+        // Memory store: admissions do not hold file descriptors, so every descriptor goes to the sockets.
+        const gateway = await startGatewaySystem(ctx, "gateway (idle)", { heartbeatSeconds: 1 });
+        running.push(gateway);
+        const r = await idleStreams(ctx, gateway, idleCount);
+        results.idleStreams = r.idleStreams;
+        details.idleStreams = r.detail;
+        await stopAll();
+      });
+    }
+  } finally {
+    await stopAll();
+    await upstream.stop().catch(() => undefined);
+    killAllChildren();
+    await rm(root, { recursive: true, force: true }).catch(() => undefined);
+  }
+  (details.loadAverage as Record<string, number[]>).end = loadavg().map((l) => round(l, 2));
+  printTable();
+  const file = path.join(ROOT, "bench", "results.json");
+  const targets = Object.fromEntries((Object.keys(TARGETS) as Key[]).map((k) => [k, TARGETS[k]]));
+  await writeFile(
+    file,
+    JSON.stringify({ quick, date: new Date().toISOString(), node: process.version, build: build.note, seconds: Math.round((Date.now() - started) / 1000), results, targets, details }, null, 2) + "\n",
+  );
+  log(`wrote ${path.relative(process.cwd(), file)} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+}
+
+function show(value: unknown): string {
+  if (value === undefined) return "—";
+  if (typeof value === "number") return value >= 10_000 ? Math.round(value).toLocaleString("en") : String(value);
+  if (typeof value === "object" && value !== null) return Object.entries(value).map(([k, v]) => `${k}: ${show(v)}`).join(", ");
+  return String(value);
+}
+
+function printTable(): void {
+  const rows = (Object.keys(TARGETS) as Key[])
+    .filter((key) => !only || results[key] !== undefined)
+    .map((key) => {
+      const verdict = passes(key, results[key]);
+      return [key, show(results[key]), TARGETS[key], verdict === undefined ? "" : verdict ? "pass" : "FAIL"];
+    });
+  const header = ["key", "value", "target", ""];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
+  log("");
+  log(line(header));
+  log(widths.map((w) => "─".repeat(w)).join("  "));
+  for (const row of rows) log(line(row));
+  log("");
+}
+
+async function reportProfile(dir: string, pid: number): Promise<void> {
+  // CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile: thread 0 is the main thread (tsx's loader has its own).
+  const file = (await readdir(dir)).filter((f) => f.endsWith(".cpuprofile") && f.includes(`.${pid}.0.`)).sort().pop();
+  if (!file) {
+    log(`no cpu profile for pid ${pid} in ${dir}`);
+    return;
+  }
+  const full = path.join(dir, file);
+  const { busyMs, spots } = hotSpots(full);
+  details.profile = { file: full, busyMs, top: spots };
+  log(`gateway cpu profile ${full} (${busyMs} ms busy), top self time:`);
+  for (const s of spots) log(`  ${String(s.percent).padStart(5)}%  ${String(s.selfMs).padStart(6)} ms  ${s.fn}  ${s.where}`);
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  killAllChildren();
+  process.exitCode = 1;
+});
