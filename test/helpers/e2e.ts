@@ -1,7 +1,6 @@
 // Shared end-to-end plumbing: a real gateway in front of a real (scripted or raw) A2A 1.0 upstream on
 // 127.0.0.1, a valid RunAgentInput, the real @ag-ui/client HttpAgent as the consumer, and raw-byte
 // readers for the SSE framing contract. Every run read through here is schema-checked and verified.
-import { randomUUID } from "node:crypto";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
@@ -93,31 +92,8 @@ export async function startStack(
   };
 }
 
-export interface InputOverrides extends Partial<Omit<RunAgentInput, "forwardedProps">> {
-  /** Merged over the default forwardedProps.iacCode. */
-  iacCode?: JsonObject;
-  /** Replaces forwardedProps entirely (for invalid-props tests). */
-  forwardedProps?: unknown;
-  /** Shorthand for one user message with this text. */
-  prompt?: string;
-}
-
-/** The seed's minimal RunAgentInput with fresh ids and cwd = `cwd`. */
-export function runInput(cwd: string, overrides: InputOverrides = {}): RunAgentInput {
-  const { iacCode, forwardedProps, prompt, ...rest } = overrides;
-  return {
-    threadId: randomUUID(),
-    runId: randomUUID(),
-    state: {},
-    messages: [{ id: `message-${randomUUID()}`, role: "user", content: prompt ?? "Create a VPC template" }],
-    tools: [],
-    context: [],
-    forwardedProps: forwardedProps ?? {
-      iacCode: { schemaVersion: 1, rosInvocationId: "invocation-1", cwd, runMode: "normal", ...iacCode },
-    },
-    ...rest,
-  };
-}
+export { runInput, type InputOverrides } from "./run-input.js";
+import { runInput, type InputOverrides } from "./run-input.js";
 
 // ---- the real AG-UI client -------------------------------------------------------------------
 

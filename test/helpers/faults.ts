@@ -3,6 +3,7 @@
 // the soak can run the same checks outside the test runner.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { runInput, type InputOverrides } from "./run-input.js";
 import { readdirSync } from "node:fs";
 import * as fsp from "node:fs/promises";
 import { request as httpRequest, Agent as HttpAgent } from "node:http";
@@ -129,19 +130,9 @@ export function postJson(url: string, body: unknown, headers: Record<string, str
   });
 }
 
-/** A valid RunAgentInput with fresh ids for workspace `cwd`; `iacCode` merges over the extension. */
+/** A valid RunAgentInput with fresh ids for workspace `cwd`, as a plain JSON object to mutate. */
 export function inputFor(cwd: string, overrides: { prompt?: string; iacCode?: JsonObject; [key: string]: unknown } = {}): Record<string, unknown> {
-  const { prompt, iacCode, ...rest } = overrides;
-  return {
-    threadId: randomUUID(),
-    runId: randomUUID(),
-    state: {},
-    messages: [{ id: `message-${randomUUID()}`, role: "user", content: prompt ?? "Create a VPC template" }],
-    tools: [],
-    context: [],
-    forwardedProps: { iacCode: { schemaVersion: 1, rosInvocationId: "invocation-1", cwd, runMode: "normal", ...iacCode } },
-    ...rest,
-  };
+  return runInput(cwd, overrides as InputOverrides) as unknown as Record<string, unknown>;
 }
 
 /** SSE bytes → events, with a problem for every record that breaks the framing contract. */
