@@ -3,6 +3,7 @@
 // built only from the catalog texts below (the i18n catalog translates them by exact text).
 import type { Message } from "@ag-ui/core";
 import { z } from "zod";
+import type { RequestMetadataInput } from "../a2a/metadata.js";
 
 export type AguiMessage = Message;
 export type AguiUserMessage = Extract<Message, { role: "user" }>;
@@ -63,23 +64,11 @@ export class InputError extends Error {
   }
 }
 
-export interface IacCodeProps {
+/** `forwardedProps.iacCode` after validation: what the kernel receives, as the client spelled it. */
+export type IacCodeProps = Omit<RequestMetadataInput, "language" | "guidanceId" | "executionFence" | "inputDigest"> & {
   schemaVersion: 1;
-  rosInvocationId: string;
-  cwd: string;
-  model?: string;
-  llmApiKey?: string;
-  llmHeaders?: Record<string, string>;
-  thinking?: { enabled: boolean; effort?: string; budget?: number };
-  userId?: string;
-  channel?: string;
   preferredLanguage?: string;
-  candidatePresentation?: "standard" | "rich";
-  runMode?: "normal" | "pipeline";
-  pipelineName?: string;
-  cleanupOnly: boolean;
-  alibabaCloud?: { accessKeyId?: string; accessKeySecret?: string; securityToken?: string; regionId?: string };
-}
+};
 
 export interface ResumeEntry {
   interruptId: string;
