@@ -1,7 +1,7 @@
 // Interleaves a HEARTBEAT marker after `intervalMs` without output (the seeds: 15 s), so proxies keep an
 // idle SSE connection open while the kernel waits on a model or a tool. The timer restarts after every
 // event and every heartbeat; time comes from the injected scheduler so marbles can drive it.
-import { Observable, asyncScheduler, type OperatorFunction, type SchedulerLike, type Subscription } from "rxjs";
+import { Observable, asyncScheduler, type OperatorFunction, type SchedulerAction, type SchedulerLike, type Subscription } from "rxjs";
 import { HEARTBEAT, type Heartbeat } from "./types.js";
 
 export interface MergeHeartbeatOptions {
@@ -14,22 +14,19 @@ export function mergeHeartbeat<T>(options: MergeHeartbeatOptions = {}): Operator
   const scheduler = options.scheduler ?? asyncScheduler;
   return (source) =>
     new Observable<T | Heartbeat>((subscriber) => {
-      let timer: Subscription | undefined;
       let lastOutput = scheduler.now();
-      // One timer per stream, re-armed lazily: per-event work stays a clock read, not a reschedule.
-      const arm = (delay: number) => {
-        timer = scheduler.schedule(() => {
-          const idle = scheduler.now() - lastOutput;
-          if (idle >= intervalMs) {
-            lastOutput = scheduler.now();
-            subscriber.next(HEARTBEAT);
-            arm(intervalMs);
-          } else {
-            arm(intervalMs - idle);
-          }
-        }, delay);
-      };
-      arm(intervalMs);
+      // One scheduled action per stream, rescheduled from inside itself: rxjs then keeps the same action
+      // and, while the delay stays the same (an idle stream), the same timer — a heartbeat allocates nothing.
+      const timer: Subscription = scheduler.schedule(function (this: SchedulerAction<unknown>) {
+        const idle = scheduler.now() - lastOutput;
+        if (idle >= intervalMs) {
+          lastOutput = scheduler.now();
+          subscriber.next(HEARTBEAT);
+          this.schedule(undefined, intervalMs);
+        } else {
+          this.schedule(undefined, intervalMs - idle);
+        }
+      }, intervalMs);
       const upstream = source.subscribe({
         next: (value) => {
           lastOutput = scheduler.now();
@@ -39,7 +36,7 @@ export function mergeHeartbeat<T>(options: MergeHeartbeatOptions = {}): Operator
         complete: () => subscriber.complete(),
       });
       return () => {
-        timer?.unsubscribe();
+        timer.unsubscribe();
         upstream.unsubscribe();
       };
     });

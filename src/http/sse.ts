@@ -14,7 +14,8 @@ export const SSE_HEADERS = {
   Connection: "keep-alive",
 } as const;
 
-const HEARTBEAT_RECORD = ": heartbeat\n\n";
+// One shared buffer: an idle stream's heartbeat costs no string encoding.
+const HEARTBEAT_RECORD = Buffer.from(": heartbeat\n\n");
 
 export class DrainGate implements FlowGate {
   private waiting: Promise<void> | undefined;
