@@ -66,6 +66,7 @@ async function main(argv: string[]): Promise<number> {
     interruptTtlSeconds: config.interruptTtlSeconds,
     heartbeatSeconds: config.heartbeatSeconds,
     upstreamIdleTimeoutSeconds: config.upstreamIdleTimeoutSeconds,
+    a2aHttp2: config.a2aHttp2,
     validateEvents: config.validateEvents,
     ...((config.console || config.demo) && { console: { demo: config.demo } }),
     idleShutdownSeconds: config.idleShutdownSeconds,

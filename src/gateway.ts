@@ -32,6 +32,8 @@ export interface GatewayOptions {
   interruptTtlSeconds?: number;
   heartbeatSeconds?: number;
   upstreamIdleTimeoutSeconds?: number;
+  /** HTTP/2 (h2c on http://) to the A2A endpoint; see A2AClientOptions.http2. */
+  a2aHttp2?: boolean;
   logger?: Logger;
   onEvent?: (event: AguiOutput) => void;
   /** Parse every outgoing event with EventSchema and verify every run; violations are logged and counted. */
@@ -110,6 +112,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     url: options.a2aUrl,
     ...(options.a2aToken !== undefined && { token: options.a2aToken }),
     idleTimeoutMs: (options.upstreamIdleTimeoutSeconds ?? 0) * 1000,
+    ...(options.a2aHttp2 && { http2: true }),
   });
   const metrics = createMetrics();
   let idle: IdleMonitor | undefined;

@@ -51,6 +51,7 @@ describe("defaults", () => {
       idleShutdownSeconds: 0,
       heartbeatSeconds: 15,
       upstreamIdleTimeoutSeconds: 0,
+      a2aHttp2: false,
       validateEvents: false,
       console: false,
       debug: false,
@@ -102,6 +103,7 @@ describe("flags", () => {
       idleShutdownSeconds: 2.5,
       heartbeatSeconds: 0.05,
       upstreamIdleTimeoutSeconds: 30,
+      a2aHttp2: false,
       validateEvents: true,
       console: true,
       debug: true,
@@ -230,6 +232,7 @@ describe("YAML file", () => {
         "idle_shutdown: 4",
         "heartbeat: 0.5",
         "upstream-idle-timeout: 9",
+        "a2a-http2: true",
         "allowed-cwds: [/r1, rel]",
         "validate-events: true",
         "console: true",
@@ -250,6 +253,7 @@ describe("YAML file", () => {
       idleShutdownSeconds: 4,
       heartbeatSeconds: 0.5,
       upstreamIdleTimeoutSeconds: 9,
+      a2aHttp2: true,
       allowedCwds: [path.resolve("/r1"), path.resolve(process.cwd(), "rel")],
       validateEvents: true,
       console: true,
@@ -446,18 +450,36 @@ describe("value checks", () => {
   });
 });
 
+describe("--a2a-http2", () => {
+  it("is read from the flag, the environment and YAML", () => {
+    const url = ["--a2a-url", "http://127.0.0.1:1/"];
+    expect(config([...url, "--a2a-http2"]).a2aHttp2).toBe(true);
+    expect(config(url, { IAC_CODE_AGUI_A2A_HTTP2: "yes" }).a2aHttp2).toBe(true);
+    expect(config([...url, "--no-a2a-http2"], { IAC_CODE_AGUI_A2A_HTTP2: "1" }).a2aHttp2).toBe(false);
+  });
+
+  it("is refused without an A2A URL or with --demo, naming where it came from", () => {
+    expect(errorOf(["--a2a-http2"])).toBe(
+      "--a2a-http2 needs --a2a-url: the demo upstream and a managed `iac-code a2a` speak HTTP/1.1 only.",
+    );
+    expect(errorOf(["--demo", "--a2a-url", "http://127.0.0.1:1/"], { IAC_CODE_AGUI_A2A_HTTP2: "true" })).toMatch(
+      /^IAC_CODE_AGUI_A2A_HTTP2 needs --a2a-url/,
+    );
+  });
+});
+
 describe("help text", () => {
   it("mentions every flag, env name and default, with usage and examples", () => {
     const flags = [
       "--host", "--port", "--a2a-url", "--state-dir", "--config", "--demo", "--interrupt-ttl", "--idle-shutdown",
-      "--heartbeat", "--upstream-idle-timeout", "--validate-events", "--console", "--debug", "-d", "--log-stdout",
+      "--heartbeat", "--upstream-idle-timeout", "--a2a-http2", "--validate-events", "--console", "--debug", "-d", "--log-stdout",
       "--no-log-stdout", "--help", "-h", "--version",
     ];
     const envNames = [
       "IAC_CODE_AGUI_HOST", "IAC_CODE_AGUI_PORT", "IAC_CODE_AGUI_A2A_URL", "IAC_CODE_AGUI_A2A_TOKEN",
       "IAC_CODE_AGUI_AUTH_TOKEN", "IAC_CODE_AGUI_STATE_DIR", "IAC_CODE_AGUI_INTERRUPT_TTL",
       "IAC_CODE_AGUI_IDLE_SHUTDOWN", "IAC_CODE_AGUI_HEARTBEAT", "IAC_CODE_AGUI_UPSTREAM_IDLE_TIMEOUT",
-      "IAC_CODE_AGUI_ALLOWED_CWDS", "IAC_CODE_AGUI_VALIDATE_EVENTS", "IAC_CODE_CONFIG_DIR",
+      "IAC_CODE_AGUI_ALLOWED_CWDS", "IAC_CODE_AGUI_A2A_HTTP2", "IAC_CODE_AGUI_VALIDATE_EVENTS", "IAC_CODE_CONFIG_DIR",
     ];
     const words = new Set(HELP_TEXT.split(/[\s,|]+/));
     for (const name of [...flags, ...envNames]) expect(words, name).toContain(name);
@@ -473,7 +495,8 @@ describe("help text", () => {
     for (const flag of listed) {
       if (flag === "--help" || flag === "-h" || flag === "--version") continue;
       const value = needsValue.has(flag) ? ["/tmp"] : /port|ttl|shutdown|heartbeat|timeout/.test(flag) ? ["1"] : [];
-      const argv = flag === "--config" ? [flag, yamlFile("")] : [flag, ...value];
+      // HTTP/2 is only for a kernel the operator points at (the demo and a managed kernel speak HTTP/1.1).
+      const argv = flag === "--config" ? [flag, yamlFile("")] : flag === "--a2a-http2" ? [flag, "--a2a-url", "http://127.0.0.1:1/"] : [flag, ...value];
       expect(() => loadConfig(argv, {}, HOME), flag).not.toThrow();
     }
   });

@@ -58,7 +58,17 @@ export interface A2AClientOptions {
   requestTimeoutMs?: number;
   /** Longest silence tolerated on a stream, keep-alive comments included. Default 0 = no limit. */
   idleTimeoutMs?: number;
+  /**
+   * Speak HTTP/2 to the kernel (prior knowledge on http://, ALPN on https://): every run shares one
+   * connection instead of holding a socket of its own, so open streams are not capped by the fd limit.
+   */
+  http2?: boolean;
 }
+
+/** Streams per HTTP/2 connection before the pool opens another one. */
+const H2_STREAMS_PER_CONNECTION = 1000;
+// undici's connector reads `useH2c` (h2 without TLS) but its typings do not list it yet.
+const H2C_CONNECT = { useH2c: true } as Agent.Options["connect"];
 
 export interface StreamOptions {
   flow?: FlowGate;
@@ -70,7 +80,9 @@ export function a2aUnavailable(): RunError {
 
 export class A2AClient {
   private readonly base: URL;
-  private readonly agent = new Agent();
+  private readonly agent: Agent;
+  /** HTTP/2 only: lets undici multiplex our POSTs (it never retries them, so nothing is replayed). */
+  private readonly multiplex: boolean;
   private readonly baseHeaders: Record<string, string>;
   private readonly requestTimeoutMs: number;
   private readonly idleTimeoutMs: number;
@@ -79,6 +91,10 @@ export class A2AClient {
     this.base = assertLoopbackA2AUrl(options.url);
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.idleTimeoutMs = options.idleTimeoutMs ?? 0;
+    this.multiplex = options.http2 === true;
+    this.agent = this.multiplex
+      ? new Agent({ allowH2: true, connect: H2C_CONNECT, pipelining: H2_STREAMS_PER_CONNECTION })
+      : new Agent();
     // Without A2A-Version the SDK assumes 0.3 and refuses every 1.0 method with -32009.
     this.baseHeaders = { "A2A-Version": "1.0" };
     if (options.token) this.baseHeaders.Authorization = `Bearer ${options.token}`;
@@ -241,6 +257,7 @@ export class A2AClient {
     return request(this.base, {
       dispatcher: this.agent,
       method: "POST",
+      idempotent: this.multiplex,
       headers: { ...this.baseHeaders, "Content-Type": "application/json", Accept: accept },
       body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params }),
       signal: timing.signal,

@@ -16,6 +16,7 @@ export interface GatewayConfig {
   port: number;
   a2aUrl?: string;
   a2aToken?: string;
+  a2aHttp2: boolean;
   authToken?: string;
   stateDir: string;
   configFile?: string;
@@ -56,6 +57,7 @@ type MergedKey =
   | "port"
   | "a2aUrl"
   | "a2aToken"
+  | "a2aHttp2"
   | "authToken"
   | "stateDir"
   | "interruptTtlSeconds"
@@ -98,6 +100,11 @@ const OPTIONS: readonly OptionSpec[] = [
   {
     key: "a2aToken", kind: "string", env: ["IAC_CODE_AGUI_A2A_TOKEN"], yamlKey: "a2a_token",
     defaultText: "unset", description: "Bearer token sent to the A2A endpoint.",
+  },
+  {
+    key: "a2aHttp2", kind: "boolean", flag: "--a2a-http2", env: ["IAC_CODE_AGUI_A2A_HTTP2"], yamlKey: "a2a_http2",
+    defaultText: "false",
+    description: "Speak HTTP/2 to the A2A endpoint (h2c on http://): all runs share one connection instead of a socket each.",
   },
   {
     key: "authToken", kind: "string", env: ["IAC_CODE_AGUI_AUTH_TOKEN"], yamlKey: "auth_token",
@@ -159,6 +166,7 @@ const DEFAULTS = {
   idleShutdownSeconds: 0,
   heartbeatSeconds: 15,
   upstreamIdleTimeoutSeconds: 0,
+  a2aHttp2: false,
   validateEvents: false,
   debug: false,
   logStdout: false,
@@ -193,6 +201,7 @@ const mergedSchema = z.object({
   port: z.number({ error: PORT_MESSAGE }).int(PORT_MESSAGE).min(0, PORT_MESSAGE).max(65535, PORT_MESSAGE),
   a2aUrl: z.string({ error: STRING_MESSAGE }).optional(),
   a2aToken: z.string({ error: STRING_MESSAGE }).optional(),
+  a2aHttp2: z.boolean({ error: BOOLEAN_MESSAGE }),
   authToken: z.string({ error: STRING_MESSAGE }).optional(),
   stateDir: z.string({ error: STRING_MESSAGE }).optional(),
   interruptTtlSeconds: nonNegativeSeconds,
@@ -254,7 +263,13 @@ export function loadConfig(
     const key = String(issue?.path[0] ?? "");
     throw new ConfigError(`${labels.get(key) ?? key} ${issue?.message ?? "is invalid."}`);
   }
-  return { kind: "config", config: finish(result.data, parsed.demo, configFile, env, homeDir) };
+  const config = finish(result.data, parsed.demo, configFile, env, homeDir);
+  if (config.a2aHttp2 && (config.demo || config.a2aUrl === undefined)) {
+    throw new ConfigError(
+      `${labels.get("a2aHttp2") ?? "a2aHttp2"} needs --a2a-url: the demo upstream and a managed \`iac-code a2a\` speak HTTP/1.1 only.`,
+    );
+  }
+  return { kind: "config", config };
 }
 
 /** Turns validated values into the final shape: empty strings mean "unset", paths made absolute. */
@@ -278,6 +293,7 @@ function finish(
     port: values.port,
     ...(a2aUrl === undefined ? {} : { a2aUrl }),
     ...(a2aToken === undefined ? {} : { a2aToken }),
+    a2aHttp2: values.a2aHttp2,
     ...(authToken === undefined ? {} : { authToken }),
     stateDir,
     ...(configFile === undefined ? {} : { configFile }),

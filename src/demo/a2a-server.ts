@@ -3,8 +3,9 @@
 // frames the JSON-RPC envelopes and decides when streams end. Around the SDK we add only what iac-code
 // does differently (see a2a-upstream.md §5): idle-task cancel/subscribe rules, the full GetTask
 // history, resumed turns without a leading Task frame, and pre-stream rejections as plain JSON.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer as createH2cServer, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from "node:http2";
+import type { AddressInfo, Server } from "node:net";
 import {
   A2A_VERSION_HEADER,
   AgentCard,
@@ -70,6 +71,8 @@ export interface ScriptedA2AServerOptions {
    * there (§3.2 frame 1). By default that synthetic frame is kept off the wire; set true to keep it.
    */
   announceResumedTask?: boolean;
+  /** Serve HTTP/2 without TLS (prior knowledge) instead of HTTP/1.1. */
+  http2?: boolean;
 }
 
 export interface RecordedRequest {
@@ -83,8 +86,16 @@ export interface ScriptedA2AServer {
   port: number;
   requests: RecordedRequest[];
   cancelled: string[];
+  /** Connections accepted so far (HTTP/2: sessions; each carries many streams). */
+  connections(): number;
   close(): Promise<void>;
 }
+
+// The node:http2 compatibility request/response stand in for node:http's on this server.
+type Req = IncomingMessage | Http2ServerRequest;
+// HTTP/2 forbids connection-specific headers.
+const { Connection: _connection, ...H2_SSE_HEADERS } = SSE_HEADERS;
+type Res = ServerResponse | Http2ServerResponse;
 
 /** A pre-stream rejection with an exact JSON-RPC error object (for codes/data the SDK errors lack). */
 export class TurnRejectedError extends Error {
@@ -394,7 +405,7 @@ function buildAgentCard(url: string, token: string | undefined): AgentCard {
   });
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
+function sendJson(res: Res, status: number, body: unknown): void {
   if (res.destroyed || res.writableEnded) return;
   const text = JSON.stringify(body);
   res.writeHead(status, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(text) });
@@ -402,7 +413,7 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
 }
 
 
-function headerValue(req: IncomingMessage, name: string): string | undefined {
+function headerValue(req: Req, name: string): string | undefined {
   const value = req.headers[name.toLowerCase()];
   return Array.isArray(value) ? value[0] : value;
 }
@@ -423,10 +434,10 @@ export async function startScriptedA2AServer(options: ScriptedA2AServerOptions):
   let card: AgentCard | undefined;
   let transport: JsonRpcTransportHandler | undefined;
 
-  const authorized = (req: IncomingMessage): boolean =>
+  const authorized = (req: Req): boolean =>
     !options.token || headerValue(req, "authorization") === `Bearer ${options.token}`;
 
-  async function handleRpc(req: IncomingMessage, res: ServerResponse, body: string): Promise<void> {
+  async function handleRpc(req: Req, res: Res, body: string): Promise<void> {
     let parsed: { id?: unknown; method?: unknown; params?: unknown } | undefined;
     try {
       const value: unknown = JSON.parse(body);
@@ -467,7 +478,7 @@ export async function startScriptedA2AServer(options: ScriptedA2AServerOptions):
   }
 
   async function streamRpc(
-    res: ServerResponse,
+    res: Res,
     frames: AsyncIterable<JsonRpcEnvelope>,
     context: ServerCallContext,
     id: string | number | null,
@@ -487,18 +498,19 @@ export async function startScriptedA2AServer(options: ScriptedA2AServerOptions):
     const rejection = context.state.get(REJECTION_KEY);
     if (first.done && rejection) return sendJson(res, 200, { jsonrpc: "2.0", id, error: rejection });
 
-    res.writeHead(200, SSE_HEADERS);
+    res.writeHead(200, options.http2 ? H2_SSE_HEADERS : SSE_HEADERS);
     const gone = (): boolean => res.destroyed || res.writableEnded;
+    const write = (text: string) => (res as { write(text: string): boolean }).write(text);
     try {
-      if (!first.done) res.write(formatSSEEvent(first.value));
+      if (!first.done) write(formatSSEEvent(first.value));
       while (!first.done && !gone()) {
         const next = await iterator.next();
         if (next.done || gone()) break;
-        res.write(formatSSEEvent(next.value));
+        write(formatSSEEvent(next.value));
       }
     } catch (err) {
       if (!gone()) {
-        res.write(formatSSEErrorEvent({ jsonrpc: "2.0", id, error: JsonRpcTransportHandler.mapToJSONRPCError(err) }));
+        write(formatSSEErrorEvent({ jsonrpc: "2.0", id, error: JsonRpcTransportHandler.mapToJSONRPCError(err) }));
       }
     } finally {
       void iterator.return?.().catch(() => undefined);
@@ -506,7 +518,7 @@ export async function startScriptedA2AServer(options: ScriptedA2AServerOptions):
     }
   }
 
-  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function route(req: Req, res: Res): Promise<void> {
     const path = new URL(req.url ?? "/", "http://127.0.0.1").pathname;
     if (req.method === "POST" && path === "/") return handleRpc(req, res, await readRequestText(req, MAX_BODY_BYTES));
     if (!authorized(req)) return sendJson(res, 401, { error: "Unauthorized" });
@@ -519,12 +531,32 @@ export async function startScriptedA2AServer(options: ScriptedA2AServerOptions):
     sendJson(res, 404, { error: "Not Found" });
   }
 
-  const server: Server = createServer((req, res) => {
+  const handle = (req: Req, res: Res) => {
     route(req, res).catch((err: unknown) => {
       if (!res.headersSent) sendJson(res, 500, { error: String(err) });
       else if (!res.destroyed) res.destroy();
     });
-  });
+  };
+  let connections = 0;
+  const sessions = new Set<Http2Session>();
+  let server: Server;
+  if (options.http2) {
+    const h2 = createH2cServer(handle);
+    h2.on("session", (session) => {
+      connections++;
+      sessions.add(session);
+      session.once("close", () => sessions.delete(session));
+    });
+    server = h2;
+  } else {
+    const h1 = createServer(handle);
+    h1.on("connection", () => connections++);
+    server = h1;
+  }
+  const closeAllConnections = () => {
+    if ("closeAllConnections" in server && typeof server.closeAllConnections === "function") server.closeAllConnections();
+    for (const session of sessions) session.destroy();
+  };
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port ?? 0, "127.0.0.1", () => {
@@ -543,11 +575,12 @@ export async function startScriptedA2AServer(options: ScriptedA2AServerOptions):
     port,
     requests,
     cancelled,
+    connections: () => connections,
     close(): Promise<void> {
       closing ??= new Promise<void>((resolve) => {
         turns.abortAll();
         server.close(() => resolve());
-        server.closeAllConnections();
+        closeAllConnections();
       });
       return closing;
     },

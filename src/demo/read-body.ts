@@ -1,7 +1,8 @@
 // Request bodies of the loopback fakes (demo kernel, raw fault server, test LLM): read whole, bounded.
 import type { IncomingMessage } from "node:http";
+import type { Http2ServerRequest } from "node:http2";
 
-export function readRequestText(req: IncomingMessage, limit = 8 * 1024 * 1024): Promise<string> {
+export function readRequestText(req: IncomingMessage | Http2ServerRequest, limit = 8 * 1024 * 1024): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

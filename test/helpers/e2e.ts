@@ -40,6 +40,8 @@ export interface Stack<U> {
 
 export interface StackOptions {
   gateway?: Partial<GatewayOptions>;
+  /** The scripted upstream serves h2c and the gateway speaks HTTP/2 to it. */
+  http2?: boolean;
 }
 
 export const silentLogger = pino({ level: "silent" });
@@ -56,6 +58,7 @@ export async function startStack(
     : await startScriptedA2AServer({
         script: options.script ?? createDemoScript({ frameDelayMs: 0 }),
         ...(options.upstreamToken !== undefined && { token: options.upstreamToken }),
+        ...(options.http2 && { http2: true }),
       });
   const root = await mkdtemp(path.join(tmpdir(), "agui-e2e-"));
   const workspace = path.join(root, "ws-1");
@@ -70,6 +73,7 @@ export async function startStack(
       logger: silentLogger,
       // The gateway's own self-check runs in every test; close() fails the test on any violation.
       validateEvents: true,
+      ...(options.http2 && { a2aHttp2: true }),
       ...options.gateway,
     });
   } catch (error) {
