@@ -182,13 +182,19 @@ async function main(): Promise<void> {
     }
     if (wants("idle")) {
       await scenario("idle streams", async () => {
-        // Memory store: admissions do not hold file descriptors, so every descriptor goes to the sockets.
-        const gateway = await startGatewaySystem(ctx, "gateway (idle)", { heartbeatSeconds: 1 });
-        running.push(gateway);
-        const r = await idleStreams(ctx, gateway, idleCount);
-        results.idleStreams = r.idleStreams;
-        details.idleStreams = r.detail;
-        await stopAll();
+        // HTTP/2 upstream: over HTTP/1.1 every idle stream would hold a second socket, and two per stream
+        // puts 10,000 streams past this machine's fd hard limit. Memory store: admissions hold no descriptors.
+        const h2Upstream = await spawnChild<{ url: string; port: number }>("upstream (h2c)", "upstream.ts", { args: { http2: true } });
+        try {
+          const gateway = await startGatewaySystem(ctx, "gateway (idle)", { heartbeatSeconds: 1, upstream: { url: h2Upstream.ready.url, http2: true } });
+          running.push(gateway);
+          const r = await idleStreams(ctx, gateway, h2Upstream, idleCount);
+          results.idleStreams = r.idleStreams;
+          details.idleStreams = r.detail;
+          await stopAll();
+        } finally {
+          await h2Upstream.stop().catch(() => undefined);
+        }
       });
     }
   } finally {

@@ -271,6 +271,20 @@ describe("SSE framing", () => {
     expect(readyCalls).toBeGreaterThan(1);
   });
 
+  it("drops one leading byte-order mark, even when it arrives split across chunks", async () => {
+    const bytes = Buffer.concat([Buffer.from([0xef, 0xbb]), Buffer.from([0xbf]), Buffer.from(record(textFrame("\ufeffkept")))]);
+    handler = async (_req, res) => {
+      sseHead(res);
+      res.write(bytes.subarray(0, 2));
+      await sleep(1);
+      res.end(bytes.subarray(2));
+    };
+    const outcome = await collect(newClient().sendStreamingMessage(userMessage));
+    expect(outcome.completed).toBe(true);
+    // Only the stream's own mark goes; one inside a record's text is data.
+    expect(outcome.values.map(textOf)).toEqual(["\ufeffkept"]);
+  });
+
   it("returns the kernel's objects untouched, unknown fields included", () => {
     const frame = JSON.parse(JSON.stringify(taskFrame));
     expect(decodeStreamResult(frame)).toBe(frame);

@@ -9,6 +9,7 @@ export interface GatewayChildArgs {
   allowedRoots: string[];
   heartbeatSeconds?: number;
   stateDir?: string;
+  a2aHttp2?: boolean;
 }
 
 try {
@@ -22,6 +23,7 @@ try {
     logger: pino({ level: "silent" }),
     ...(args.heartbeatSeconds !== undefined && { heartbeatSeconds: args.heartbeatSeconds }),
     ...(args.stateDir !== undefined && { stateDir: args.stateDir }),
+    ...(args.a2aHttp2 && { a2aHttp2: true }),
   });
   serveParent({ url: gateway.url, port: gateway.port }, {
     connections: () => new Promise((resolve, reject) => gateway.server.getConnections((e, n) => (e ? reject(e) : resolve(n)))),

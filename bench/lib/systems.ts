@@ -18,11 +18,12 @@ export interface System {
 export async function startGatewaySystem(
   ctx: BenchContext,
   name: string,
-  options: { heartbeatSeconds?: number; stateDir?: string; execArgv?: string[] } = {},
+  options: { heartbeatSeconds?: number; stateDir?: string; execArgv?: string[]; upstream?: { url: string; http2: boolean } } = {},
 ): Promise<System> {
   const args: GatewayChildArgs = {
     module: ctx.build.gateway,
-    a2aUrl: ctx.upstream.ready.url,
+    a2aUrl: options.upstream?.url ?? ctx.upstream.ready.url,
+    ...(options.upstream?.http2 && { a2aHttp2: true }),
     allowedRoots: [ctx.root],
     ...(options.heartbeatSeconds !== undefined && { heartbeatSeconds: options.heartbeatSeconds }),
     ...(options.stateDir !== undefined && { stateDir: options.stateDir }),

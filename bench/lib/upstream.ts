@@ -2,8 +2,9 @@
 // pre-rendered bytes written as fast as the socket takes them (with backpressure). The user prompt
 // picks the behaviour — `bench {"mode":"burst","frames":100000}` — so the gateway and the relays,
 // which forward the same message, get the same stream from the same server.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer as createH2cServer, type Http2Session } from "node:http2";
+import type { AddressInfo, Server } from "node:net";
 import { endOfTurn, renderTextDeltas, renderTurn, sseRecord, turnResults } from "./stream.js";
 
 export type UpstreamMode =
@@ -34,6 +35,8 @@ export interface UpstreamStats {
   parked: number;
   served: number;
   flood: FloodStats | undefined;
+  /** Connections accepted (HTTP/2: sessions, each carrying many streams). */
+  connections: number;
 }
 
 export interface BenchUpstream {
@@ -75,9 +78,9 @@ interface Exchange {
   mode: UpstreamMode | undefined;
 }
 
-export async function startBenchUpstream(options: { port?: number } = {}): Promise<BenchUpstream> {
+export async function startBenchUpstream(options: { port?: number; http2?: boolean } = {}): Promise<BenchUpstream> {
   const renders = new Map<string, Buffer>();
-  const counters = { renderMisses: 0, open: 0, parked: 0, served: 0 };
+  const counters = { renderMisses: 0, open: 0, parked: 0, served: 0, connections: 0 };
   let flood: FloodStats | undefined;
 
   const rendered = (contextId: string, frames: number, miss = true): Buffer => {
@@ -93,12 +96,30 @@ export async function startBenchUpstream(options: { port?: number } = {}): Promi
     return body;
   };
 
-  const server: Server = createServer((req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     void handle(req, res).catch(() => res.destroy());
-  });
-  server.requestTimeout = 0;
-  server.headersTimeout = 60_000;
-  server.keepAliveTimeout = 60_000;
+  };
+  const sessions = new Set<Http2Session>();
+  let server: Server;
+  if (options.http2) {
+    // h2c (prior knowledge). The node:http2 compatibility request/response are drop-ins for this handler.
+    const h2 = createH2cServer((req, res) => onRequest(req as unknown as IncomingMessage, res as unknown as ServerResponse));
+    h2.on("session", (session) => {
+      counters.connections++;
+      sessions.add(session);
+      session.once("close", () => sessions.delete(session));
+    });
+    server = h2;
+  } else {
+    const h1 = createServer(onRequest);
+    h1.on("connection", () => counters.connections++);
+    h1.requestTimeout = 0;
+    h1.headersTimeout = 60_000;
+    h1.keepAliveTimeout = 60_000;
+    server = h1;
+  }
+  // HTTP/2 forbids connection-specific headers.
+  const sseHeaders = { "Content-Type": "text/event-stream", "Cache-Control": "no-cache", ...(!options.http2 && { Connection: "keep-alive" }) };
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method === "GET") {
@@ -112,7 +133,7 @@ export async function startBenchUpstream(options: { port?: number } = {}): Promi
     }
     counters.open++;
     res.once("close", () => counters.open--);
-    res.writeHead(200, { "Content-Type": "text/event-stream", "Cache-Control": "no-cache", Connection: "keep-alive" });
+    res.writeHead(200, sseHeaders);
     res.flushHeaders();
     const mode = ex.mode;
     if (mode.mode === "burst") await writeAll(res, rendered(ex.contextId, mode.frames));
@@ -194,7 +215,8 @@ export async function startBenchUpstream(options: { port?: number } = {}): Promi
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
-        server.closeAllConnections();
+        if ("closeAllConnections" in server && typeof server.closeAllConnections === "function") server.closeAllConnections();
+        for (const session of sessions) session.destroy();
       }),
   };
 }

@@ -1,8 +1,10 @@
 // idleStreams: N concurrent runs whose upstream sends a few frames and then stays open and silent, the
 // gateway heartbeating every second; hold them, sample the gateway's RSS, check heartbeats kept flowing.
-// Each stream costs the gateway two sockets (client side, upstream side), so N is capped by its fd limit.
+// The gateway speaks HTTP/2 to the upstream, so each stream costs it one socket (the client's) and N is
+// capped by its fd limit only past ~20,000 here.
 import { readFileSync } from "node:fs";
 import { Agent, request } from "undici";
+import type { ChildHandle } from "../lib/children.js";
 import type { BenchContext } from "../lib/context.js";
 import { MB, round, sleep } from "../lib/stats.js";
 import type { System } from "../lib/systems.js";
@@ -27,11 +29,12 @@ export interface IdleResult {
   detail: Record<string, unknown>;
 }
 
-export async function idleStreams(ctx: BenchContext, gateway: System, count = IDLE_TARGET): Promise<IdleResult> {
+export async function idleStreams(ctx: BenchContext, gateway: System, upstream: ChildHandle, count = IDLE_TARGET): Promise<IdleResult> {
   const fdLimit = hardFdLimit();
-  // Two sockets per stream plus the process's own descriptors (stdio, IPC, epoll, listener, pool).
-  const wanted = Math.min(count, Math.floor((fdLimit - 64) / 2));
-  if (wanted < count) ctx.log(`  fd hard limit ${fdLimit} (not raisable here) caps the gateway at ${wanted} streams (2 sockets each)`);
+  // One client socket per stream plus the process's own descriptors (stdio, IPC, epoll, listener, the
+  // few HTTP/2 upstream connections).
+  const wanted = Math.min(count, fdLimit - 64);
+  if (wanted < count) ctx.log(`  fd hard limit ${fdLimit} (not raisable here) caps the gateway at ${wanted} streams`);
   const holdSeconds = ctx.quick ? 10 : 30;
   const child = gateway.child!;
   const baseline = await child.rssBytes();
@@ -94,7 +97,7 @@ export async function idleStreams(ctx: BenchContext, gateway: System, count = ID
     const snapshot = process.env.BENCH_IDLE_HEAP_SNAPSHOT ? await child.call<string>("heapSnapshot", process.env.BENCH_IDLE_HEAP_SNAPSHOT, 300_000) : undefined;
     if (snapshot) ctx.log(`  heap snapshot: ${snapshot}`);
     const alive = streams.filter((s, i) => s.open && s.heartbeats - beatsBefore[i]! >= Math.floor(holdSeconds / 2));
-    const upstream = await ctx.upstream.call<{ parked: number }>("stats");
+    const upstreamStats = await upstream.call<{ parked: number; connections: number }>("stats");
     return {
       idleStreams: { count: alive.length, rssMB: round(peak / MB, 1) },
       detail: {
@@ -106,7 +109,9 @@ export async function idleStreams(ctx: BenchContext, gateway: System, count = ID
         openSeconds: round(openMs / 1000, 1),
         holdSeconds,
         heartbeatSeconds: 1,
-        upstreamParked: upstream.parked,
+        upstreamParked: upstreamStats.parked,
+        upstreamProtocol: "HTTP/2 (h2c)",
+        upstreamConnections: upstreamStats.connections,
         baselineRssMB: round(baseline / MB, 1),
         rssPerStreamKB: alive.length > 0 ? round((peak - baseline) / alive.length / 1024, 1) : null,
         rssSamplesMB: samples,

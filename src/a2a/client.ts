@@ -3,6 +3,8 @@
 // one of three kinds: A2A_UNAVAILABLE (transport), A2AJsonRpcError (the kernel said no),
 // A2A_PROTOCOL_ERROR (the kernel said something we cannot read).
 import { randomUUID } from "node:crypto";
+import type { Readable } from "node:stream";
+import { StringDecoder } from "node:string_decoder";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { Observable, type Subscriber } from "rxjs";
 import { Agent, request, type Dispatcher } from "undici";
@@ -183,7 +185,6 @@ export class A2AClient {
     abort: AbortController,
   ): Promise<void> {
     const idle = new IdleWatch(this.idleTimeoutMs, () => abort.abort());
-    const aborted = new Promise<void>((resolve) => abort.signal.addEventListener("abort", () => resolve(), { once: true }));
     try {
       const res = await this.post(method, params, "text/event-stream", {
         signal: abort.signal,
@@ -198,26 +199,8 @@ export class A2AClient {
         // The kernel refused before the first event: a plain JSON-RPC error body instead of SSE.
         throw jsonRpcErrorOf(parseJson(await readText(res.body)));
       }
-      const frames = new SseFrameDecoder();
-      const decoder = new TextDecoder("utf-8", { fatal: false });
       idle.start();
-      for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
-        idle.touch();
-        frames.feed(decoder.decode(chunk, { stream: true }));
-        if (!emitAll(frames, subscriber)) return;
-        if (flow) {
-          const ready = flow.ready();
-          if (ready) {
-            idle.pause();
-            await Promise.race([ready, aborted]);
-            if (subscriber.closed) return;
-            idle.resume();
-          }
-        }
-      }
-      frames.feed(decoder.decode());
-      if (!emitAll(frames, subscriber)) return;
-      subscriber.complete();
+      await readFrames(res.body, subscriber, flow, idle);
     } catch (error) {
       if (subscriber.closed) return;
       subscriber.error(idle.fired ? a2aUnavailable() : classify(error));
@@ -338,6 +321,65 @@ class SseFrameDecoder {
       this.failure = error instanceof Error ? error : invalidFrame();
     }
   }
+}
+
+/**
+ * Reads an SSE body to its end, delivering frames chunk by chunk; resolves early when the consumer is gone.
+ * Event-driven rather than `for await`: an idle stream then holds no suspended iterator, generator or
+ * pending promise, only its listeners. While the flow gate is closed the body is paused, so the socket is
+ * not read and backpressure reaches the kernel.
+ */
+function readFrames(body: Readable, subscriber: Subscriber<A2AStreamResponse>, flow: FlowGate | undefined, idle: IdleWatch): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const frames = new SseFrameDecoder();
+    const decoder = new StringDecoder("utf8");
+    let first = true;
+    const settle = (error?: unknown) => {
+      body.off("data", onData);
+      body.off("end", onEnd);
+      body.off("error", settle);
+      if (error === undefined) resolve();
+      else reject(error);
+    };
+    const deliver = (text: string): boolean => {
+      // The SSE decoding rules drop one leading byte-order mark (eventsource-parser leaves it to us).
+      if (first && text !== "") {
+        first = false;
+        if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+      }
+      frames.feed(text);
+      return emitAll(frames, subscriber);
+    };
+    const onData = (chunk: Buffer) => {
+      idle.touch();
+      try {
+        if (!deliver(decoder.write(chunk))) return settle();
+      } catch (error) {
+        return settle(error);
+      }
+      const ready = flow?.ready();
+      if (!ready) return;
+      body.pause();
+      idle.pause();
+      const reopen = () => {
+        if (subscriber.closed) return settle();
+        idle.resume();
+        body.resume();
+      };
+      void ready.then(reopen, reopen);
+    };
+    const onEnd = () => {
+      try {
+        if (deliver(decoder.end())) subscriber.complete();
+        settle();
+      } catch (error) {
+        settle(error);
+      }
+    };
+    body.on("data", onData);
+    body.on("end", onEnd);
+    body.on("error", settle);
+  });
 }
 
 /** Delivers the decoded frames; false when the stream must stop (consumer gone, or a bad frame). */
