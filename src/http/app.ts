@@ -84,14 +84,22 @@ export function createApp(options: AppOptions): Koa<State> {
       options.onEvent?.(event);
     };
     metrics?.activeStreams.inc();
-    try {
-      const ended = await writeSse(ctx.res, (gate) => options.runs.stream(admitted, gate), { onEvent, proto: acceptsProto(ctx.get("Accept")) });
-      // A run the client walked away from is incomplete by the client's choice, not the gateway's.
-      if (ended === "completed") check?.end();
-    } finally {
-      metrics?.activeStreams.dec();
-      for (const [type, n] of counts) metrics?.eventsOut.inc({ type }, n);
-    }
+    const res = ctx.res;
+    // Not awaited: the middleware chain unwinds now instead of holding a suspended frame per middleware for
+    // as long as the stream lasts (hours, for a parked interrupt). Everything after this point is the stream's.
+    void writeSse(res, (gate) => options.runs.stream(admitted, gate), { onEvent, proto: acceptsProto(ctx.get("Accept")) })
+      .then((ended) => {
+        // A run the client walked away from is incomplete by the client's choice, not the gateway's.
+        if (ended === "completed") check?.end();
+      })
+      .catch((error: unknown) => {
+        options.logger.error({ err: error }, "stream failed");
+        res.destroy();
+      })
+      .finally(() => {
+        metrics?.activeStreams.dec();
+        for (const [type, n] of counts) metrics?.eventsOut.inc({ type }, n);
+      });
   });
 
   router.post("/extensions/iac-code/v1/executions/:executionId/cancel", requireAuth(options.authToken), requireJson, async (ctx) => {
