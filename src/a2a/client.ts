@@ -172,43 +172,45 @@ export class A2AClient {
   private stream(method: string, params: unknown, flow: FlowGate | undefined): Observable<A2AStreamResponse> {
     return new Observable<A2AStreamResponse>((subscriber) => {
       const abort = new AbortController();
-      void this.pump(method, params, flow, subscriber, abort);
+      this.pump(method, params, flow, subscriber, abort);
       return () => abort.abort();
     });
   }
 
-  private async pump(
+  /** Chained, not awaited: a stream that sits idle for hours holds no suspended async frame. */
+  private pump(
     method: string,
     params: unknown,
     flow: FlowGate | undefined,
     subscriber: Subscriber<A2AStreamResponse>,
     abort: AbortController,
-  ): Promise<void> {
+  ): void {
     const idle = new IdleWatch(this.idleTimeoutMs, () => abort.abort());
-    try {
-      const res = await this.post(method, params, "text/event-stream", {
-        signal: abort.signal,
-        // Silence on a stream is normal (a permission wait can last minutes); idleTimeoutMs governs it instead.
-        bodyTimeout: 0,
+    this.post(method, params, "text/event-stream", {
+      signal: abort.signal,
+      // Silence on a stream is normal (a permission wait can last minutes); idleTimeoutMs governs it instead.
+      bodyTimeout: 0,
+    })
+      .then(async (res) => {
+        if (!isSuccess(res.statusCode)) {
+          res.body.dump().catch(() => undefined);
+          throw a2aUnavailable();
+        }
+        if (!isEventStream(res.headers["content-type"])) {
+          // The kernel refused before the first event: a plain JSON-RPC error body instead of SSE.
+          throw jsonRpcErrorOf(parseJson(await readText(res.body)));
+        }
+        idle.start();
+        return readFrames(res.body, subscriber, flow, idle);
+      })
+      .catch((error: unknown) => {
+        if (!subscriber.closed) subscriber.error(idle.fired ? a2aUnavailable() : classify(error));
+      })
+      .finally(() => {
+        idle.stop();
+        // Ends the request on every early exit (bad frame, unsubscribe, idle) so the socket is not left half-read.
+        abort.abort();
       });
-      if (!isSuccess(res.statusCode)) {
-        res.body.dump().catch(() => undefined);
-        throw a2aUnavailable();
-      }
-      if (!isEventStream(res.headers["content-type"])) {
-        // The kernel refused before the first event: a plain JSON-RPC error body instead of SSE.
-        throw jsonRpcErrorOf(parseJson(await readText(res.body)));
-      }
-      idle.start();
-      await readFrames(res.body, subscriber, flow, idle);
-    } catch (error) {
-      if (subscriber.closed) return;
-      subscriber.error(idle.fired ? a2aUnavailable() : classify(error));
-    } finally {
-      idle.stop();
-      // Ends the request on every early exit (bad frame, unsubscribe, idle) so the socket is not left half-read.
-      abort.abort();
-    }
   }
 
   private async call(method: string, params: unknown, timeoutMs?: number): Promise<unknown> {
