@@ -60,15 +60,16 @@ export interface ThreadStore {
 
 /** In-process store: the same contract without a disk, for tests and embedders. */
 export class MemoryThreadStore implements ThreadStore {
-  private readonly threads = new Map<string, ThreadRecord>();
+  // Kept serialized, like the file store keeps them: a copy nobody can mutate, and the most compact one.
+  private readonly threads = new Map<string, string>();
 
   async load(threadId: string): Promise<ThreadRecord | undefined> {
-    const record = this.threads.get(threadId);
-    return record ? structuredClone(record) : undefined;
+    const text = this.threads.get(threadId);
+    return text === undefined ? undefined : (JSON.parse(text) as ThreadRecord);
   }
 
   async save(record: ThreadRecord): Promise<void> {
-    this.threads.set(record.threadId, structuredClone(record));
+    this.threads.set(record.threadId, JSON.stringify(record));
   }
 
   async remove(threadId: string): Promise<void> {
