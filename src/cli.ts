@@ -1,5 +1,8 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=2
 // agui-gateway: parse the configuration, start the upstream (demo or given URL), serve AG-UI.
+// The small young generation (2 MB semi-spaces instead of up to 16) suits a process that mostly holds
+// long-lived streams: short-lived garbage is collected before it is promoted, so the heap of 10,000 idle
+// streams stays ~50 MB smaller, for ~10% of peak throughput (bench/). `npm start` passes the same flag.
 import { assertLoopbackA2AUrl } from "./a2a/index.js";
 import { ConfigError, loadConfig, type GatewayConfig } from "./config/index.js";
 import { startScriptedA2AServer, demoScript } from "./demo/index.js";

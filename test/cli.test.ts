@@ -1,7 +1,7 @@
 // The built CLI (dist/src/cli.js) as a user runs it: help, refusals before anything starts, the demo
 // that serves a full run on the port it prints, an external upstream via --a2a-url, and SIGTERM.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -12,6 +12,12 @@ import { expectValidRun, postRaw, readSse, typesOf } from "./helpers/e2e.js";
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const CLI = path.join(REPO, "dist", "src", "cli.js");
+/** What the shebang (`#!/usr/bin/env -S node <flags>`) hands node: the CLI is run here as an installed bin runs it. */
+function shebangFlags(): string[] {
+  const line = readFileSync(CLI, "utf8").split("\n", 1)[0]!;
+  expect(line).toMatch(/^#!\/usr\/bin\/env -S node( |$)/);
+  return line.replace(/^#!\/usr\/bin\/env -S node/, "").split(/\s+/).filter(Boolean);
+}
 
 let scratch: string;
 const children = new Set<ChildProcess>();
@@ -42,7 +48,7 @@ function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 }
 
 function spawnCli(args: string[], env: Record<string, string> = {}): ChildProcess {
-  const child = spawn(process.execPath, [CLI, ...args], { cwd: scratch, env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [...shebangFlags(), CLI, ...args], { cwd: scratch, env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"] });
   children.add(child);
   return child;
 }
@@ -135,6 +141,13 @@ describe("agui-gateway CLI", () => {
     ]) {
       expect(stdout, name).toContain(name);
     }
+  });
+
+  it("npm start runs node with the same flags as the installed bin's shebang", () => {
+    const start = (JSON.parse(readFileSync(path.join(REPO, "package.json"), "utf8")) as { scripts: { start: string } }).scripts.start;
+    const flags = shebangFlags();
+    expect(flags.length).toBeGreaterThan(0);
+    expect(start).toContain(`node ${flags.join(" ")} dist/src/cli.js`);
   });
 
   it("--version prints the package version", async () => {
