@@ -1,11 +1,18 @@
 // Which build of the gateway the bench loads: dist/ (tsc output, what `agui-gateway` runs) when it is at
 // least as new as every source file, after one rebuild attempt if not; src/ through tsx otherwise.
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+
+/** The node flags the `agui-gateway` CLI runs with (its shebang): the bench runs the gateway the same way. */
+export const CLI_NODE_FLAGS: string[] = readFileSync(path.join(ROOT, "src", "cli.ts"), "utf8")
+  .split("\n", 1)[0]!
+  .replace(/^#!\/usr\/bin\/env\s+(-S\s+)?node\s*/, "")
+  .split(/\s+/)
+  .filter(Boolean);
 
 export interface GatewayBuild {
   kind: "dist" | "src";

@@ -14,7 +14,8 @@ export type ChildReply =
 
 export type Handlers = Record<string, (args: any) => unknown>;
 
-import { writeHeapSnapshot } from "node:v8";
+import { setFlagsFromString, writeHeapSnapshot } from "node:v8";
+import { runInNewContext } from "node:vm";
 
 export function childArgs<T>(): T {
   return JSON.parse(process.argv[2] ?? "{}") as T;
@@ -47,6 +48,13 @@ export function serveParent(ready: unknown, handlers: Handlers, onExit?: () => P
     if (message.cmd === "heapSnapshot") {
       // For looking at what an idle stream costs; the path is the child's answer.
       send({ type: "ok", id: message.id, value: writeHeapSnapshot(message.args as string | undefined) });
+      return;
+    }
+    if (message.cmd === "gcMemory") {
+      // Diagnostics after a measurement: what of the heap is live (a full GC first), not part of any figure.
+      setFlagsFromString("--expose-gc");
+      (runInNewContext("gc") as () => void)();
+      send({ type: "ok", id: message.id, value: process.memoryUsage() });
       return;
     }
     if (message.cmd === "rss") {

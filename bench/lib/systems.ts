@@ -2,6 +2,7 @@
 // asks each of them for the same upstream stream.
 import { randomUUID } from "node:crypto";
 import type { GatewayChildArgs } from "../children/gateway.js";
+import { CLI_NODE_FLAGS } from "./build.js";
 import { spawnChild, type ChildHandle } from "./children.js";
 import { rpcBody, runAgentInput } from "./client.js";
 import { contextIdFor, type BenchContext } from "./context.js";
@@ -28,7 +29,7 @@ export async function startGatewaySystem(
     ...(options.heartbeatSeconds !== undefined && { heartbeatSeconds: options.heartbeatSeconds }),
     ...(options.stateDir !== undefined && { stateDir: options.stateDir }),
   };
-  const child = await spawnChild<{ url: string; port: number }>(name, "gateway.ts", { args, ...(options.execArgv && { execArgv: options.execArgv }) });
+  const child = await spawnChild<{ url: string; port: number }>(name, "gateway.ts", { args, execArgv: [...CLI_NODE_FLAGS, ...(options.execArgv ?? [])] });
   return gatewayLike(ctx, name, child.ready.url, child, () => child.stop());
 }
 

@@ -96,6 +96,7 @@ export async function idleStreams(ctx: BenchContext, gateway: System, upstream: 
     const memory = await child.call<NodeJS.MemoryUsage>("memory");
     const snapshot = process.env.BENCH_IDLE_HEAP_SNAPSHOT ? await child.call<string>("heapSnapshot", process.env.BENCH_IDLE_HEAP_SNAPSHOT, 300_000) : undefined;
     if (snapshot) ctx.log(`  heap snapshot: ${snapshot}`);
+    const afterGc = await child.call<NodeJS.MemoryUsage>("gcMemory", undefined, 120_000);
     const alive = streams.filter((s, i) => s.open && s.heartbeats - beatsBefore[i]! >= Math.floor(holdSeconds / 2));
     const upstreamStats = await upstream.call<{ parked: number; connections: number }>("stats");
     return {
@@ -117,6 +118,9 @@ export async function idleStreams(ctx: BenchContext, gateway: System, upstream: 
         rssSamplesMB: samples,
         // Where the RSS is: JS heap vs Buffers/ArrayBuffers (socket buffers, wasm parsers) at the end of the hold.
         endMemoryMB: Object.fromEntries(Object.entries(memory).map(([k, v]) => [k, round(v / MB, 1)])),
+        // The same after a forced full GC (taken once the figures above are in): what is live per stream.
+        afterGcMemoryMB: Object.fromEntries(Object.entries(afterGc).map(([k, v]) => [k, round(v / MB, 1)])),
+        liveHeapPerStreamKB: alive.length > 0 ? round(afterGc.heapUsed / alive.length / 1024, 1) : null,
       },
     };
   } finally {
