@@ -1,8 +1,9 @@
-#!/usr/bin/env -S node --max-semi-space-size=2
+#!/usr/bin/env -S node --max-semi-space-size=2 --heap-growing-percent=20
 // agui-gateway: parse the configuration, start the upstream (demo or given URL), serve AG-UI.
-// The small young generation (2 MB semi-spaces instead of up to 16) suits a process that mostly holds
-// long-lived streams: short-lived garbage is collected before it is promoted, so the heap of 10,000 idle
-// streams stays ~50 MB smaller, for ~10% of peak throughput (bench/). `npm start` passes the same flag.
+// V8 tuned for a process that mostly holds long-lived streams: a small young generation (2 MB semi-spaces,
+// not up to 16) and an old generation that grows by 20% of what is live rather than up to 4x, so the
+// garbage of admissions is collected instead of piling up between major GCs. 10,000 idle streams take
+// ~530 MB instead of ~650, for no measurable loss of throughput (bench/). `npm start` passes the same flags.
 import { assertLoopbackA2AUrl } from "./a2a/index.js";
 import { ConfigError, loadConfig, type GatewayConfig } from "./config/index.js";
 import { startScriptedA2AServer, demoScript } from "./demo/index.js";

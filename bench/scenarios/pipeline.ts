@@ -12,7 +12,7 @@ import type { A2AStreamResponse } from "../../operators/types.js";
 export async function pipeline(ctx: BenchContext): Promise<{ pipelineEventsPerSec: number; detail: Record<string, unknown> }> {
   const { createAguiPipeline } = (await import(pathToFileURL(ctx.build.operators).href)) as typeof import("../../operators/index.js");
   const frameCount = ctx.quick ? 100_000 : 200_000;
-  const iterations = ctx.quick ? 5 : 9;
+  const iterations = ctx.quick ? 12 : 20;
   const contextId = "agui-" + "1".repeat(40);
   const text = renderTurn({ frames: frameCount, contextId }).body.toString("utf8");
   const frames: A2AStreamResponse[] = [];
