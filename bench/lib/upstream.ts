@@ -2,9 +2,8 @@
 // pre-rendered bytes written as fast as the socket takes them (with backpressure). The user prompt
 // picks the behaviour — `bench {"mode":"burst","frames":100000}` — so the gateway and the relays,
 // which forward the same message, get the same stream from the same server.
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { createServer as createH2cServer, type Http2Session } from "node:http2";
-import type { AddressInfo, Server } from "node:net";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { listenLoopback } from "../../src/demo/listen.js";
 import { endOfTurn, renderTextDeltas, renderTurn, sseRecord, turnResults } from "./stream.js";
 
 export type UpstreamMode =
@@ -80,7 +79,7 @@ interface Exchange {
 
 export async function startBenchUpstream(options: { port?: number; http2?: boolean } = {}): Promise<BenchUpstream> {
   const renders = new Map<string, Buffer>();
-  const counters = { renderMisses: 0, open: 0, parked: 0, served: 0, connections: 0 };
+  const counters = { renderMisses: 0, open: 0, parked: 0, served: 0 };
   let flood: FloodStats | undefined;
 
   const rendered = (contextId: string, frames: number, miss = true): Buffer => {
@@ -96,30 +95,22 @@ export async function startBenchUpstream(options: { port?: number; http2?: boole
     return body;
   };
 
-  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
-    void handle(req, res).catch(() => res.destroy());
-  };
-  const sessions = new Set<Http2Session>();
-  let server: Server;
-  if (options.http2) {
-    // h2c (prior knowledge). The node:http2 compatibility request/response are drop-ins for this handler.
-    const h2 = createH2cServer((req, res) => onRequest(req as unknown as IncomingMessage, res as unknown as ServerResponse));
-    h2.on("session", (session) => {
-      counters.connections++;
-      sessions.add(session);
-      session.once("close", () => sessions.delete(session));
-    });
-    server = h2;
-  } else {
-    const h1 = createServer(onRequest);
-    h1.on("connection", () => counters.connections++);
-    h1.requestTimeout = 0;
-    h1.headersTimeout = 60_000;
-    h1.keepAliveTimeout = 60_000;
-    server = h1;
-  }
   // HTTP/2 forbids connection-specific headers.
   const sseHeaders = { "Content-Type": "text/event-stream", "Cache-Control": "no-cache", ...(!options.http2 && { Connection: "keep-alive" }) };
+  const listener = await listenLoopback(
+    // The node:http2 compatibility request/response are drop-ins for this handler.
+    (req, res) => void handle(req as IncomingMessage, res as ServerResponse).catch(() => res.destroy()),
+    {
+      ...(options.port !== undefined && { port: options.port }),
+      ...(options.http2 && { http2: true }),
+      configureHttp1: (server) => {
+        server.requestTimeout = 0;
+        server.headersTimeout = 60_000;
+        server.keepAliveTimeout = 60_000;
+      },
+    },
+  );
+  const port = listener.port;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method === "GET") {
@@ -199,25 +190,15 @@ export async function startBenchUpstream(options: { port?: number; http2?: boole
     if (!res.destroyed) res.write(sseRecord(endOfTurn(taskId, contextId)));
   }
 
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 0, "127.0.0.1", () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${port}/`,
+    url: listener.url,
     port,
-    stats: () => ({ ...counters, flood: flood && { ...flood } }),
+    stats: () => ({ ...counters, connections: listener.connections(), flood: flood && { ...flood } }),
     prepare: (contextId, frames) => {
       const body = rendered(contextId, frames, false);
       return { frames, bytes: body.length };
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        if ("closeAllConnections" in server && typeof server.closeAllConnections === "function") server.closeAllConnections();
-        for (const session of sessions) session.destroy();
-      }),
+    close: () => listener.close(),
   };
 }
 

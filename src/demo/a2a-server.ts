@@ -3,9 +3,6 @@
 // frames the JSON-RPC envelopes and decides when streams end. Around the SDK we add only what iac-code
 // does differently (see a2a-upstream.md §5): idle-task cancel/subscribe rules, the full GetTask
 // history, resumed turns without a leading Task frame, and pre-stream rejections as plain JSON.
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { createServer as createH2cServer, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from "node:http2";
-import type { AddressInfo, Server } from "node:net";
 import {
   A2A_VERSION_HEADER,
   AgentCard,
@@ -38,6 +35,7 @@ import {
 } from "@a2a-js/sdk/server";
 import { A2AError, TaskNotCancelableError, TaskNotFoundError } from "@a2a-js/sdk/errors";
 import type { A2AMessage, A2AStreamResponse, JsonObject } from "../../operators/types.js";
+import { listenLoopback, type FakeRequest as Req, type FakeResponse as Res } from "./listen.js";
 import { readRequestText } from "./read-body.js";
 
 export interface TurnContext {
@@ -91,11 +89,8 @@ export interface ScriptedA2AServer {
   close(): Promise<void>;
 }
 
-// The node:http2 compatibility request/response stand in for node:http's on this server.
-type Req = IncomingMessage | Http2ServerRequest;
 // HTTP/2 forbids connection-specific headers.
 const { Connection: _connection, ...H2_SSE_HEADERS } = SSE_HEADERS;
-type Res = ServerResponse | Http2ServerResponse;
 
 /** A pre-stream rejection with an exact JSON-RPC error object (for codes/data the SDK errors lack). */
 export class TurnRejectedError extends Error {
@@ -537,52 +532,20 @@ export async function startScriptedA2AServer(options: ScriptedA2AServerOptions):
       else if (!res.destroyed) res.destroy();
     });
   };
-  let connections = 0;
-  const sessions = new Set<Http2Session>();
-  let server: Server;
-  if (options.http2) {
-    const h2 = createH2cServer(handle);
-    h2.on("session", (session) => {
-      connections++;
-      sessions.add(session);
-      session.once("close", () => sessions.delete(session));
-    });
-    server = h2;
-  } else {
-    const h1 = createServer(handle);
-    h1.on("connection", () => connections++);
-    server = h1;
-  }
-  const closeAllConnections = () => {
-    if ("closeAllConnections" in server && typeof server.closeAllConnections === "function") server.closeAllConnections();
-    for (const session of sessions) session.destroy();
-  };
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 0, "127.0.0.1", () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
-  const url = `http://127.0.0.1:${port}/`;
+  const listener = await listenLoopback(handle, { ...(options.port !== undefined && { port: options.port }), ...(options.http2 && { http2: true }) });
+  const { port, url } = listener;
   card = buildAgentCard(url, options.token);
   transport = new JsonRpcTransportHandler(new ScriptedRequestHandler(card, store, executor, buses, turns));
 
-  let closing: Promise<void> | undefined;
   return {
     url,
     port,
     requests,
     cancelled,
-    connections: () => connections,
+    connections: () => listener.connections(),
     close(): Promise<void> {
-      closing ??= new Promise<void>((resolve) => {
-        turns.abortAll();
-        server.close(() => resolve());
-        closeAllConnections();
-      });
-      return closing;
+      turns.abortAll();
+      return listener.close();
     },
   };
 }

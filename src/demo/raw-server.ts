@@ -1,7 +1,7 @@
 // A hand-driven JSON-RPC/SSE fake without the SDK, for bytes a well-behaved server never sends:
 // CRLF framing, `event: error` frames, comments, broken JSON, partial lines, sockets reset mid-stream.
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
+import { listenLoopback } from "./listen.js";
 import { readRequestText } from "./read-body.js";
 
 export interface RawExchange {
@@ -108,7 +108,7 @@ function responder(res: ServerResponse, id: unknown): RawResponder {
 
 export async function startRawA2AServer(opts: RawA2AServerOptions): Promise<RawA2AServer> {
   const requests: RawExchange[] = [];
-  const server = createServer((req, res) => {
+  const listener = await listenLoopback((req, res) => {
     void (async () => {
       const exchange = parseExchange(req, await readRequestText(req));
       requests.push(exchange);
@@ -121,26 +121,11 @@ export async function startRawA2AServer(opts: RawA2AServerOptions): Promise<RawA
         res.destroy();
       }
     });
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(opts.port ?? 0, "127.0.0.1", () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
-  let closing: Promise<void> | undefined;
+  }, { ...(opts.port !== undefined && { port: opts.port }) });
   return {
-    url: `http://127.0.0.1:${port}/`,
-    port,
+    url: listener.url,
+    port: listener.port,
     requests,
-    close(): Promise<void> {
-      closing ??= new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-      return closing;
-    },
+    close: () => listener.close(),
   };
 }
