@@ -614,6 +614,12 @@ describe("assertLoopbackA2AUrl", () => {
   it("is enforced by the client constructor", () => {
     expect(() => new A2AClient({ url: "http://example.com/" })).toThrow(/loopback/);
   });
+
+  it("takes http2 only for an http:// URL (h2c)", () => {
+    expect(() => new A2AClient({ url: "https://127.0.0.1:1/", http2: true })).toThrow(/h2c only/);
+    expect(() => new A2AClient({ url: "https://127.0.0.1:1/" })).not.toThrow();
+    expect(() => new A2AClient({ url: "http://127.0.0.1:1/", http2: true })).not.toThrow();
+  });
 });
 
 // ---- metadata --------------------------------------------------------------------------------

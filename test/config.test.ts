@@ -465,6 +465,9 @@ describe("--a2a-http2", () => {
     expect(errorOf(["--demo", "--a2a-url", "http://127.0.0.1:1/"], { IAC_CODE_AGUI_A2A_HTTP2: "true" })).toMatch(
       /^IAC_CODE_AGUI_A2A_HTTP2 needs --a2a-url/,
     );
+    expect(errorOf(["--a2a-http2", "--a2a-url", "https://127.0.0.1:1/"])).toBe(
+      "--a2a-http2 needs an http:// --a2a-url: it speaks h2c (HTTP/2 without TLS).",
+    );
   });
 });
 

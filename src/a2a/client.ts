@@ -61,8 +61,9 @@ export interface A2AClientOptions {
   /** Longest silence tolerated on a stream, keep-alive comments included. Default 0 = no limit. */
   idleTimeoutMs?: number;
   /**
-   * Speak HTTP/2 to the kernel (prior knowledge on http://, ALPN on https://): every run shares one
-   * connection instead of holding a socket of its own, so open streams are not capped by the fd limit.
+   * Speak HTTP/2 without TLS (h2c, prior knowledge) to an http:// kernel: runs share a few connections
+   * instead of holding a socket each, so open streams are not capped by the fd limit. Refused for
+   * https://, where ALPN could settle on HTTP/1.1 and the multiplexed POSTs would be pipelined instead.
    */
   http2?: boolean;
 }
@@ -83,7 +84,7 @@ export function a2aUnavailable(): RunError {
 export class A2AClient {
   private readonly base: URL;
   private readonly agent: Agent;
-  /** HTTP/2 only: lets undici multiplex our POSTs (it never retries them, so nothing is replayed). */
+  /** h2c only: lets undici multiplex our POSTs (it never retries them, so nothing is replayed). */
   private readonly multiplex: boolean;
   private readonly baseHeaders: Record<string, string>;
   private readonly requestTimeoutMs: number;
@@ -94,6 +95,7 @@ export class A2AClient {
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.idleTimeoutMs = options.idleTimeoutMs ?? 0;
     this.multiplex = options.http2 === true;
+    if (this.multiplex && this.base.protocol !== "http:") throw new Error(`HTTP/2 to the A2A endpoint is h2c only (an http:// URL): ${options.url}`);
     this.agent = this.multiplex
       ? new Agent({ allowH2: true, connect: H2C_CONNECT, pipelining: H2_STREAMS_PER_CONNECTION })
       : new Agent();

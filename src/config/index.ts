@@ -104,7 +104,7 @@ const OPTIONS: readonly OptionSpec[] = [
   {
     key: "a2aHttp2", kind: "boolean", flag: "--a2a-http2", env: ["IAC_CODE_AGUI_A2A_HTTP2"], yamlKey: "a2a_http2",
     defaultText: "false",
-    description: "Speak HTTP/2 to the A2A endpoint (h2c on http://): all runs share one connection instead of a socket each.",
+    description: "Speak HTTP/2 without TLS (h2c) to an http:// A2A endpoint: runs share a few connections instead of a socket each.",
   },
   {
     key: "authToken", kind: "string", env: ["IAC_CODE_AGUI_AUTH_TOKEN"], yamlKey: "auth_token",
@@ -264,10 +264,12 @@ export function loadConfig(
     throw new ConfigError(`${labels.get(key) ?? key} ${issue?.message ?? "is invalid."}`);
   }
   const config = finish(result.data, parsed.demo, configFile, env, homeDir);
-  if (config.a2aHttp2 && (config.demo || config.a2aUrl === undefined)) {
-    throw new ConfigError(
-      `${labels.get("a2aHttp2") ?? "a2aHttp2"} needs --a2a-url: the demo upstream and a managed \`iac-code a2a\` speak HTTP/1.1 only.`,
-    );
+  if (config.a2aHttp2) {
+    const label = labels.get("a2aHttp2") ?? "a2aHttp2";
+    if (config.demo || config.a2aUrl === undefined) {
+      throw new ConfigError(`${label} needs --a2a-url: the demo upstream and a managed \`iac-code a2a\` speak HTTP/1.1 only.`);
+    }
+    if (!/^http:\/\//i.test(config.a2aUrl)) throw new ConfigError(`${label} needs an http:// --a2a-url: it speaks h2c (HTTP/2 without TLS).`);
   }
   return { kind: "config", config };
 }

@@ -60,7 +60,7 @@ export interface ThreadStore {
 
 /** In-process store: the same contract without a disk, for tests and embedders. */
 export class MemoryThreadStore implements ThreadStore {
-  // Kept serialized, like the file store keeps them: a copy nobody can mutate, and the most compact one.
+  // Kept serialized, as the file store keeps them: a copy nobody can mutate that round-trips the same way.
   private readonly threads = new Map<string, string>();
 
   async load(threadId: string): Promise<ThreadRecord | undefined> {
