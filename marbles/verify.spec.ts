@@ -115,6 +115,8 @@ interface BadCase {
   problem: string;
   /** What @ag-ui/client's verifyEvents does with the same stream; pinned so a divergence is visible. */
   client: "rejects" | "accepts";
+  /** A rule of the gateway's contract only: strict mode reports it, the spec (default mode) allows it. */
+  strict?: true;
 }
 
 const text = (id: string): Array<[string, Record<string, unknown>]> => [
@@ -126,9 +128,9 @@ const text = (id: string): Array<[string, Record<string, unknown>]> => [
 const BAD: BadCase[] = [
   // ── verifyEvents rules (§2.2) ──
   { name: "first event is not RUN_STARTED", events: stream(...text("m1"), START, FINISH), problem: "first event must be RUN_STARTED", client: "rejects" },
-  { name: "an event after RUN_ERROR", events: stream(START, ["RUN_ERROR", { message: "x" }], ["CUSTOM", { name: "n", value: 1 }]), problem: "CUSTOM after the terminal RUN_ERROR at index 1", client: "rejects" },
-  { name: "an event after RUN_FINISHED", events: stream(START, FINISH, ...text("m1")), problem: "TEXT_MESSAGE_START after the terminal RUN_FINISHED at index 1", client: "rejects" },
-  { name: "RUN_STARTED inside an active run", events: stream(START, START, FINISH), problem: "RUN_STARTED after the first event", client: "rejects" },
+  { name: "an event after RUN_ERROR", events: stream(START, ["RUN_ERROR", { message: "x" }], ["CUSTOM", { name: "n", value: 1 }]), problem: "CUSTOM after RUN_ERROR at index 1", client: "rejects" },
+  { name: "an event after RUN_FINISHED", events: stream(START, FINISH, ...text("m1")), problem: "TEXT_MESSAGE_START after RUN_FINISHED at index 1", client: "rejects" },
+  { name: "RUN_STARTED inside an active run", events: stream(START, START, FINISH), problem: "RUN_STARTED while a run is active", client: "rejects" },
   { name: "TEXT_MESSAGE_START for an open message", events: stream(START, ["TEXT_MESSAGE_START", { messageId: "m1" }], ["TEXT_MESSAGE_START", { messageId: "m1" }], ["TEXT_MESSAGE_END", { messageId: "m1" }], FINISH), problem: "TEXT_MESSAGE_START for already open message m1", client: "rejects" },
   { name: "TEXT_MESSAGE_CONTENT for an unknown message", events: stream(START, ["TEXT_MESSAGE_CONTENT", { messageId: "m9", delta: "x" }], FINISH), problem: "TEXT_MESSAGE_CONTENT for unknown message m9", client: "rejects" },
   { name: "TEXT_MESSAGE_END for a closed message", events: stream(START, ...text("m1"), ["TEXT_MESSAGE_END", { messageId: "m1" }], FINISH), problem: "TEXT_MESSAGE_END for closed message m1", client: "rejects" },
@@ -142,43 +144,47 @@ const BAD: BadCase[] = [
   { name: "REASONING_MESSAGE_END for a closed reasoning message", events: stream(START, ["REASONING_MESSAGE_START", { messageId: "r1", role: "reasoning" }], ["REASONING_MESSAGE_END", { messageId: "r1" }], ["REASONING_MESSAGE_END", { messageId: "r1" }], FINISH), problem: "REASONING_MESSAGE_END for closed reasoning message r1", client: "rejects" },
   { name: "STEP_FINISHED for a step that was not started", events: stream(START, ["STEP_STARTED", { stepName: "a" }], ["STEP_FINISHED", { stepName: "b" }], ["STEP_FINISHED", { stepName: "a" }], FINISH), problem: 'STEP_FINISHED for step "b" that was not started', client: "rejects" },
   { name: "STEP_STARTED for an active step", events: stream(START, ["STEP_STARTED", { stepName: "a" }], ["STEP_STARTED", { stepName: "a" }], ["STEP_FINISHED", { stepName: "a" }], FINISH), problem: 'STEP_STARTED for already active step "a"', client: "rejects" },
-  { name: "STEP_FINISHED under the wrong owner", events: stream(START, ["SUBAGENT_STARTED", { subagentRunId: "s1", name: "x" }], ["STEP_STARTED", { stepName: "a" }], ["STEP_FINISHED", { stepName: "a", subagentRunId: "s1" }], ["SUBAGENT_FINISHED", { subagentRunId: "s1" }], FINISH), problem: 'STEP_FINISHED for step "a" of subagent s1 that was not started', client: "rejects" },
+  { name: "STEP_FINISHED under the wrong owner", events: stream(START, ["SUBAGENT_STARTED", { subagentRunId: "s1", name: "x" }], ["STEP_STARTED", { stepName: "a" }], ["STEP_FINISHED", { stepName: "a", subagentRunId: "s1" }], ["SUBAGENT_FINISHED", { subagentRunId: "s1" }], FINISH), problem: 'STEP_FINISHED for step "a" of subagent s1, but it is open under the parent agent', client: "rejects" },
   { name: "RUN_FINISHED while a text message is open", events: stream(START, ["TEXT_MESSAGE_START", { messageId: "m1" }], FINISH), problem: "RUN_FINISHED while message m1 is open", client: "rejects" },
   { name: "RUN_FINISHED while a tool call is open", events: stream(START, ["TOOL_CALL_START", { toolCallId: "tc1", toolCallName: "t" }], FINISH), problem: "RUN_FINISHED while tool call tc1 is open", client: "rejects" },
   { name: "RUN_FINISHED while a reasoning span is open", events: stream(START, ["REASONING_START", { messageId: "r1" }], FINISH), problem: "RUN_FINISHED while reasoning span r1 is open", client: "rejects" },
   { name: "RUN_FINISHED while a reasoning message is open", events: stream(START, ["REASONING_MESSAGE_START", { messageId: "r1", role: "reasoning" }], FINISH), problem: "RUN_FINISHED while reasoning message r1 is open", client: "rejects" },
-  { name: "RUN_FINISHED while a step is active", events: stream(START, ["STEP_STARTED", { stepName: "deploy" }], FINISH), problem: 'RUN_FINISHED while step "deploy" is active', client: "rejects" },
+  { name: "RUN_FINISHED while a step is active", events: stream(START, ["STEP_STARTED", { stepName: "deploy" }], FINISH), problem: 'RUN_FINISHED while step "deploy" is open', client: "rejects" },
   { name: "RUN_FINISHED while a subagent is active", events: stream(START, ["SUBAGENT_STARTED", { subagentRunId: "s1", name: "x" }], FINISH), problem: "RUN_FINISHED while subagent s1 is open", client: "rejects" },
-  { name: "SUBAGENT_FINISHED for an unknown subagent", events: stream(START, ["SUBAGENT_FINISHED", { subagentRunId: "s9" }], FINISH), problem: "SUBAGENT_FINISHED for unknown subagent s9", client: "rejects" },
-  { name: "a reused subagentRunId", events: stream(START, ["SUBAGENT_STARTED", { subagentRunId: "s1", name: "x" }], ["SUBAGENT_FINISHED", { subagentRunId: "s1" }], ["SUBAGENT_STARTED", { subagentRunId: "s1", name: "x" }], ["SUBAGENT_FINISHED", { subagentRunId: "s1" }], FINISH), problem: "SUBAGENT_STARTED reuses finished subagent s1", client: "rejects" },
+  { name: "SUBAGENT_FINISHED for an unknown subagent", events: stream(START, ["SUBAGENT_FINISHED", { subagentRunId: "s9" }], FINISH), problem: "SUBAGENT_FINISHED for subagent s9, which was never announced", client: "rejects" },
+  { name: "a reused subagentRunId", events: stream(START, ["SUBAGENT_STARTED", { subagentRunId: "s1", name: "x" }], ["SUBAGENT_FINISHED", { subagentRunId: "s1" }], ["SUBAGENT_STARTED", { subagentRunId: "s1", name: "x" }], ["SUBAGENT_FINISHED", { subagentRunId: "s1" }], FINISH), problem: "SUBAGENT_STARTED reuses subagent s1, which already finished", client: "rejects" },
   { name: "subagentRunId: null", events: stream(START, ["TEXT_MESSAGE_START", { messageId: "m1", subagentRunId: null }], ["TEXT_MESSAGE_END", { messageId: "m1" }], FINISH), problem: "subagentRunId is null", client: "rejects" },
 
   // ── our stricter rules ──
-  { name: "RUN_ERROR after RUN_FINISHED (verifyEvents allows it)", events: stream(START, FINISH, ["RUN_ERROR", { message: "x" }]), problem: "RUN_ERROR after the terminal RUN_FINISHED at index 1", client: "accepts" },
-  { name: "a second run in the same stream", events: stream(START, FINISH, ["RUN_STARTED", { threadId: "t1", runId: "r2" }], ["RUN_FINISHED", { threadId: "t1", runId: "r2" }]), problem: "RUN_STARTED after the terminal RUN_FINISHED", client: "accepts" },
+  { name: "RUN_ERROR after RUN_FINISHED (verifyEvents allows it)", events: stream(START, FINISH, ["RUN_ERROR", { message: "x" }]), problem: "RUN_ERROR after the terminal RUN_FINISHED at index 1", client: "accepts", strict: true },
+  { name: "a second run in the same stream", events: stream(START, FINISH, ["RUN_STARTED", { threadId: "t1", runId: "r2" }], ["RUN_FINISHED", { threadId: "t1", runId: "r2" }]), problem: "a second run in the stream", client: "accepts", strict: true },
   { name: "a stream without a terminal event", events: stream(START, ...text("m1")), problem: "ends without RUN_FINISHED or RUN_ERROR", client: "accepts" },
   { name: "an empty stream", events: [], problem: "the stream is empty", client: "accepts" },
-  { name: "RUN_ERROR while a text message is open", events: stream(START, ["TEXT_MESSAGE_START", { messageId: "m1" }], ["RUN_ERROR", { message: "x" }]), problem: "RUN_ERROR while message m1 is open", client: "accepts" },
-  { name: "RUN_ERROR while a step is active", events: stream(START, ["STEP_STARTED", { stepName: "deploy" }], ["RUN_ERROR", { message: "x" }]), problem: 'RUN_ERROR while step "deploy" is active', client: "accepts" },
-  { name: "a top-level interrupts field", events: stream(START, ["RUN_FINISHED", { threadId: "t1", runId: "r1", interrupts: [{ id: "i1", reason: "input_required" }] }]), problem: "top-level interrupts", client: "accepts" },
-  { name: "interrupts on a non-terminal event", events: stream(START, ["CUSTOM", { name: "n", value: 1, interrupts: [] }], FINISH), problem: "top-level interrupts", client: "accepts" },
+  { name: "RUN_ERROR while a text message is open", events: stream(START, ["TEXT_MESSAGE_START", { messageId: "m1" }], ["RUN_ERROR", { message: "x" }]), problem: "RUN_ERROR while message m1 is open", client: "accepts", strict: true },
+  { name: "RUN_ERROR while a step is active", events: stream(START, ["STEP_STARTED", { stepName: "deploy" }], ["RUN_ERROR", { message: "x" }]), problem: 'RUN_ERROR while step "deploy" is open', client: "accepts", strict: true },
+  { name: "a top-level interrupts field", events: stream(START, ["RUN_FINISHED", { threadId: "t1", runId: "r1", interrupts: [{ id: "i1", reason: "input_required" }] }]), problem: "top-level interrupts", client: "accepts", strict: true },
+  { name: "interrupts on a non-terminal event", events: stream(START, ["CUSTOM", { name: "n", value: 1, interrupts: [] }], FINISH), problem: "top-level interrupts", client: "accepts", strict: true },
   { name: "an interrupt outcome with an empty array", events: stream(START, ["RUN_FINISHED", { threadId: "t1", runId: "r1", outcome: { type: "interrupt", interrupts: [] } }]), problem: "interrupt outcome without interrupts", client: "accepts" },
   { name: "interrupts in a success outcome", events: stream(START, ["RUN_FINISHED", { threadId: "t1", runId: "r1", outcome: { type: "success", interrupts: [{ id: "i1", reason: "r" }] } }]), problem: "interrupts in a success outcome", client: "accepts" },
   { name: "an unknown outcome type", events: stream(START, ["RUN_FINISHED", { threadId: "t1", runId: "r1", outcome: { type: "paused" } }]), problem: "outcome has unknown type paused", client: "accepts" },
   { name: "duplicate interrupt ids", events: stream(START, ["RUN_FINISHED", { threadId: "t1", runId: "r1", outcome: { type: "interrupt", interrupts: [{ id: "i1", reason: "a" }, { id: "i1", reason: "b" }] } }]), problem: "duplicate interrupt id i1", client: "accepts" },
-  { name: "a missing timestamp", events: [{ type: "RUN_STARTED", threadId: "t1", runId: "r1" }, ...stream(FINISH)], problem: "missing or non-integer timestamp", client: "accepts" },
-  { name: "a fractional timestamp", events: stream(START, ["CUSTOM", { name: "n", value: 1, timestamp: 1.5 }], FINISH), problem: "missing or non-integer timestamp", client: "accepts" },
+  { name: "a missing timestamp", events: [{ type: "RUN_STARTED", threadId: "t1", runId: "r1" }, ...stream(FINISH)], problem: "missing timestamp", client: "accepts", strict: true },
+  { name: "a fractional timestamp", events: stream(START, ["CUSTOM", { name: "n", value: 1, timestamp: 1.5 }], FINISH), problem: "timestamp 1.5 is not a safe integer", client: "accepts" },
   { name: "a null optional field", events: stream(["RUN_STARTED", { threadId: "t1", runId: "r1", parentRunId: null }], FINISH), problem: "parentRunId is null", client: "accepts" },
   { name: "a null RUN_FINISHED result", events: stream(START, ["RUN_FINISHED", { threadId: "t1", runId: "r1", result: null }]), problem: "result is null", client: "accepts" },
-  { name: "an empty TEXT_MESSAGE_CONTENT delta", events: stream(START, ["TEXT_MESSAGE_START", { messageId: "m1" }], ["TEXT_MESSAGE_CONTENT", { messageId: "m1", delta: "" }], ["TEXT_MESSAGE_END", { messageId: "m1" }], FINISH), problem: "TEXT_MESSAGE_CONTENT with an empty or non-string delta for message m1", client: "accepts" },
-  { name: "a second TOOL_CALL_RESULT for one tool call", events: stream(START, ["TOOL_CALL_START", { toolCallId: "tc1", toolCallName: "t" }], ["TOOL_CALL_END", { toolCallId: "tc1" }], ["TOOL_CALL_RESULT", { messageId: "a", toolCallId: "tc1", content: "x" }], ["TOOL_CALL_RESULT", { messageId: "b", toolCallId: "tc1", content: "x" }], FINISH), problem: "second TOOL_CALL_RESULT for tool call tc1", client: "accepts" },
+  { name: "an empty TEXT_MESSAGE_CONTENT delta", events: stream(START, ["TEXT_MESSAGE_START", { messageId: "m1" }], ["TEXT_MESSAGE_CONTENT", { messageId: "m1", delta: "" }], ["TEXT_MESSAGE_END", { messageId: "m1" }], FINISH), problem: "TEXT_MESSAGE_CONTENT with an empty delta for message m1", client: "accepts", strict: true },
+  { name: "a second TOOL_CALL_RESULT for one tool call", events: stream(START, ["TOOL_CALL_START", { toolCallId: "tc1", toolCallName: "t" }], ["TOOL_CALL_END", { toolCallId: "tc1" }], ["TOOL_CALL_RESULT", { messageId: "a", toolCallId: "tc1", content: "x" }], ["TOOL_CALL_RESULT", { messageId: "b", toolCallId: "tc1", content: "x" }], FINISH), problem: "second TOOL_CALL_RESULT for tool call tc1", client: "accepts", strict: true },
   { name: "RUN_FINISHED for another run id", events: stream(START, ["RUN_FINISHED", { threadId: "t1", runId: "r2" }]), problem: "RUN_FINISHED runId r2 differs from RUN_STARTED r1", client: "accepts" },
 ];
 
 describe("verifyAguiStream: one case per rule", () => {
   it.each(BAD.map((c) => [c.name, c] as const))("catches %s", (_name, c) => {
-    const problems = verifyAguiStream(c.events);
+    const problems = verifyAguiStream(c.events, { strict: c.strict === true });
     expect(problems.map((p) => p.problem).join("\n")).toContain(c.problem);
+    // A strict-only rule is the gateway's contract, not the spec's: default mode must not report it.
+    const defaults = verifyAguiStream(c.events).map((p) => p.problem).join("\n");
+    if (c.strict) expect(defaults).not.toContain(c.problem);
+    else expect(defaults).toContain(c.problem);
   });
 
   it.each(BAD.map((c) => [c.name, c] as const))("@ag-ui/client verifyEvents on %s", (_name, c) => {
@@ -197,15 +203,14 @@ describe("verifyAguiStream: problem reports", () => {
   it("names the index, type and id of the offending event", () => {
     const events = stream(START, ["TEXT_MESSAGE_CONTENT", { messageId: "m9", delta: "x" }], FINISH);
     expect(verifyAguiStream(events)).toEqual([
-      { index: 1, type: "TEXT_MESSAGE_CONTENT", problem: "TEXT_MESSAGE_CONTENT for unknown message m9" },
+      { index: 1, type: "TEXT_MESSAGE_CONTENT", rule: "open-before-continue", problem: "TEXT_MESSAGE_CONTENT for unknown message m9" },
     ]);
   });
 
   it("reports end-of-stream problems past the last index", () => {
     const events = stream(START, ["TOOL_CALL_START", { toolCallId: "tc1", toolCallName: "t" }]);
     expect(verifyAguiStream(events)).toEqual([
-      { index: 2, type: END_OF_STREAM, problem: "the stream ends without RUN_FINISHED or RUN_ERROR" },
-      { index: 2, type: END_OF_STREAM, problem: "the stream ends while tool call tc1 is open" },
+      { index: 2, type: END_OF_STREAM, rule: "truncated-run", problem: "the stream ends without RUN_FINISHED or RUN_ERROR (open: tool call tc1)" },
     ]);
   });
 
@@ -217,7 +222,9 @@ describe("verifyAguiStream: problem reports", () => {
       ["RUN_ERROR", { message: "boom" }],
       ["CUSTOM", { name: "n", value: 1 }],
     );
-    expect(verifyAguiStream(events).map((p) => p.index)).toEqual([0, 0, 1, 3, 4]);
+    expect(verifyAguiStream(events).map((p) => p.index)).toEqual([0, 0, 1, 4]);
+    // Strict mode adds the step left open at RUN_ERROR.
+    expect(verifyAguiStream(events, { strict: true }).map((p) => p.index)).toEqual([0, 0, 1, 3, 4]);
   });
 
   it("never throws, whatever it is given", () => {
