@@ -12,7 +12,7 @@ const opts: AguiPipelineOptions = { threadId: "t1", runId: "r1", contextId: "ctx
 
 function run(frames: A2AStreamResponse[], extra: Partial<AguiPipelineOptions> = {}): AguiEvent[] {
   const events = collectInVirtualTime(frames, (scheduler) => createAguiPipeline({ ...opts, ...extra, scheduler })) as AguiEvent[];
-  expect(verifyAguiStream(events as never)).toEqual([]);
+  expect(verifyAguiStream(events, { strict: true })).toEqual([]);
   return events;
 }
 const names = (events: AguiEvent[], type: string) =>

@@ -10,6 +10,6 @@ describe("README example", () => {
       createAguiPipeline({ threadId: "t", runId: "r", heartbeat: false, scheduler }),
     );
     expect(trace(events as never)).toBe("a rmc ozst nf");
-    expect(verifyAguiStream(events as never)).toEqual([]);
+    expect(verifyAguiStream(events, { strict: true })).toEqual([]);
   });
 });

@@ -23,7 +23,7 @@ async function run(agent: AnyAgent, params: Record<string, unknown>) {
   const events: { type: string; [k: string]: unknown }[] = [];
   await agent.runAgent(params, { onEvent: ({ event }) => void events.push(event as never) });
   for (const event of events) EventSchema.parse(event);
-  expect(verifyAguiStream(events)).toEqual([]);
+  expect(verifyAguiStream(events, { strict: true })).toEqual([]);
   return events;
 }
 

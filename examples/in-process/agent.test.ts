@@ -18,7 +18,7 @@ describe("in-process transport over createAguiPipeline", () => {
     const events: { type: string }[] = [];
     await agent.runAgent({ runId: "run-1" }, { onEvent: ({ event }) => void events.push(event) });
     for (const event of events) EventSchema.parse(event);
-    expect(verifyAguiStream(events)).toEqual([]);
+    expect(verifyAguiStream(events, { strict: true })).toEqual([]);
     const types = events.map((e) => e.type);
     expect(types[0]).toBe("RUN_STARTED");
     expect(types.at(-1)).toBe("RUN_FINISHED");

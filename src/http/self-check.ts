@@ -30,7 +30,7 @@ export function createSelfCheck(logger: Logger, counter?: SelfCheckCounter): () 
       },
       end() {
         if (events.length === 0) return;
-        const problems = verifyAguiStream(events);
+        const problems = verifyAguiStream(events, { strict: true });
         if (problems.length > 0) {
           counter?.violation("order");
           logger.error({ problems, events: problems.map((p) => events[p.index]) }, "outgoing run violates AG-UI ordering");

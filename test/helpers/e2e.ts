@@ -189,7 +189,7 @@ export async function runWithHttpAgent(url: string, input: RunAgentInput, opts: 
 /** Every event parses with the AG-UI schema without losing a key, and the run is well-formed. */
 export function expectValidRun(events: readonly WireEvent[]): void {
   for (const event of events) expect(EventSchema.parse(event), `schema of ${event.type}`).toStrictEqual(event);
-  expect(verifyAguiStream(events)).toEqual([]);
+  expect(verifyAguiStream(events, { strict: true })).toEqual([]);
 }
 
 // ---- raw HTTP --------------------------------------------------------------------------------

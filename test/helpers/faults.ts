@@ -166,7 +166,7 @@ export function streamProblems(events: readonly Event[], tolerateToolCallIds: re
     else if (!isDeepStrictEqual(parsed.data, event)) problems.push(`${event.type} loses keys under EventSchema`);
   }
   const tolerated = new Set(tolerateToolCallIds.map((id) => `TOOL_CALL_RESULT for unknown tool call ${id}`));
-  for (const p of verifyAguiStream(events)) if (!tolerated.has(p.problem)) problems.push(`verify: ${p.problem}`);
+  for (const p of verifyAguiStream(events, { strict: true })) if (!tolerated.has(p.problem)) problems.push(`verify: ${p.problem}`);
   const last = events.at(-1);
   if (events[0]?.type !== "RUN_STARTED") problems.push(`starts with ${events[0]?.type}`);
   if (last?.type !== "RUN_FINISHED" && last?.type !== "RUN_ERROR") problems.push(`ends with ${last?.type}`);
