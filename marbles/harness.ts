@@ -4,27 +4,42 @@ import { map, type OperatorFunction } from "rxjs";
 import { TestScheduler, type RunHelpers } from "rxjs/testing";
 import type { A2AStreamResponse, AguiOutput, JsonObject } from "../operators/types.js";
 
-/** One letter per event type, so a marble line shows the exact ordering of a stream. */
+/**
+ * One letter per AG-UI event type (all 31 of AG-UI 1.0/1.1) and the gateway's heartbeat marker, so a marble line
+ * shows the exact ordering of a stream. No letter is a marble syntax character (`-`, `|`, `#`, `(`, `)`, `^`, `!`, digits).
+ */
 export const ALPHABET: Readonly<Record<string, string>> = Object.freeze({
   RUN_STARTED: "a",
   RUN_FINISHED: "f",
   RUN_ERROR: "e",
+  STEP_STARTED: "S",
+  STEP_FINISHED: "F",
   TEXT_MESSAGE_START: "s",
   TEXT_MESSAGE_CONTENT: "t",
   TEXT_MESSAGE_END: "n",
+  TEXT_MESSAGE_CHUNK: "k",
   REASONING_START: "r",
   REASONING_MESSAGE_START: "m",
   REASONING_MESSAGE_CONTENT: "c",
   REASONING_MESSAGE_END: "o",
+  REASONING_MESSAGE_CHUNK: "q",
   REASONING_END: "z",
+  REASONING_ENCRYPTED_VALUE: "y",
   TOOL_CALL_START: "T",
   TOOL_CALL_ARGS: "A",
   TOOL_CALL_END: "E",
+  TOOL_CALL_CHUNK: "K",
   TOOL_CALL_RESULT: "X",
-  STEP_STARTED: "S",
-  STEP_FINISHED: "F",
-  CUSTOM: "u",
+  STATE_SNAPSHOT: "b",
+  STATE_DELTA: "d",
+  MESSAGES_SNAPSHOT: "M",
   ACTIVITY_SNAPSHOT: "v",
+  ACTIVITY_DELTA: "w",
+  SUBAGENT_STARTED: "g",
+  SUBAGENT_FINISHED: "G",
+  SUBAGENT_ERROR: "j",
+  CUSTOM: "u",
+  RAW: "R",
   HEARTBEAT: "h",
 });
 
