@@ -366,6 +366,33 @@ const RULES: Record<AguiRule, RuleCases> = {
       { name: "interrupt ids on a success outcome", events: run(subStarted("s1"), subFinished("s1", { outcome: { type: "success", interruptIds: ["i1"] } })), at: 2 },
     ],
   },
+  "subagent-interrupts-raised": {
+    accept: [
+      {
+        name: "a suspended subagent naming the interrupt it raised",
+        events: [started(), subStarted("s1"), subFinished("s1", { outcome: { type: "suspended", interruptIds: ["i1"] } }), finished({ type: "interrupt", interrupts: [interrupt("i1", { subagentRunId: "s1" })] })],
+      },
+    ],
+    reject: [
+      {
+        name: "an interrupt id the run does not end with",
+        events: [started(), subStarted("s1"), subFinished("s1", { outcome: { type: "suspended", interruptIds: ["i9"] } }), finished({ type: "interrupt", interrupts: [interrupt("i1")] })],
+        at: 3,
+      },
+      {
+        name: "an interrupt another subagent raised",
+        events: [
+          started(),
+          subStarted("s1"),
+          subStarted("s2"),
+          subFinished("s1", { outcome: { type: "suspended", interruptIds: ["i1"] } }),
+          subFinished("s2"),
+          finished({ type: "interrupt", interrupts: [interrupt("i1", { subagentRunId: "s2" })] }),
+        ],
+        at: 5,
+      },
+    ],
+  },
   "run-outcome": {
     accept: [
       { name: "the cancelled outcome", events: [started(), finished({ type: "cancelled" })] },
@@ -474,6 +501,8 @@ const CLIENT_ACCEPTS = new Set<string>([
   "reasoning-role: role absent: required, not defaulted",
   "event-shape: a number where an event belongs",
   "subagent-outcome: interrupt ids on a success outcome",
+  "subagent-interrupts-raised: an interrupt id the run does not end with",
+  "subagent-interrupts-raised: an interrupt another subagent raised",
 ]);
 
 describe.each(Object.entries(RULES))("rule %s", (name, cases) => {

@@ -2,7 +2,7 @@ import { verifyEvents } from "@ag-ui/client";
 import type { BaseEvent } from "@ag-ui/core";
 import { from } from "rxjs";
 import { describe, expect, it } from "vitest";
-import { END_OF_STREAM, verifyAguiStream } from "./verify.js";
+import { aguiRunOutcomes, END_OF_STREAM, verifyAguiStream } from "./verify.js";
 
 type Ev = { type: string; [k: string]: unknown };
 
@@ -236,5 +236,30 @@ describe("verifyAguiStream: problem reports", () => {
       expect(problems.length).toBeGreaterThan(0);
     }
     expect(verifyAguiStream([hostile])[0]?.problem).toContain("could not read");
+  });
+});
+
+describe("aguiRunOutcomes", () => {
+  it("reads each run's ending: a late RUN_ERROR fails the run it follows, a run without terminal is truncated", () => {
+    const events = [
+      ...stream(START, FINISH, ["RUN_ERROR", { message: "flush failed" }]),
+      ...stream(["RUN_STARTED", { threadId: "t1", runId: "r2" }], ["RUN_FINISHED", { threadId: "t1", runId: "r2", outcome: { type: "interrupt", interrupts: [{ id: "i1", reason: "r" }] } }]),
+      ...stream(["RUN_STARTED", { threadId: "t1", runId: "r3" }], ["RUN_FINISHED", { threadId: "t1", runId: "r3", outcome: { type: "cancelled" } }]),
+      ...stream(["RUN_STARTED", { threadId: "t1", runId: "r4" }]),
+    ];
+    expect(verifyAguiStream(events).map((p) => p.rule)).toEqual(["truncated-run"]);
+    expect(aguiRunOutcomes(events)).toEqual([
+      { index: 0, threadId: "t1", runId: "r1", outcome: "failed" },
+      { index: 3, threadId: "t1", runId: "r2", outcome: "interrupt" },
+      { index: 5, threadId: "t1", runId: "r3", outcome: "cancelled" },
+      { index: 7, threadId: "t1", runId: "r4", outcome: "truncated" },
+    ]);
+  });
+
+  it("counts a RUN_ERROR before any run as a run that failed before it began", () => {
+    expect(aguiRunOutcomes(stream(["RUN_ERROR", { message: "unreachable" }], START, FINISH))).toEqual([
+      { index: 0, outcome: "failed" },
+      { index: 1, threadId: "t1", runId: "r1", outcome: "success" },
+    ]);
   });
 });

@@ -43,6 +43,7 @@ export const AGUI_RULES = Object.freeze({
   "subagent-parent-announced": { strict: false, spec: "subagents#nesting-and-parallelism: parentSubagentRunId announced" },
   "subagent-closer-matches": { strict: false, spec: "subagents#lifecycle: SUBAGENT_FINISHED/ERROR close an active invocation" },
   "subagent-outcome": { strict: false, spec: "subagents#lifecycle: success or suspended; no interrupt ids on success" },
+  "subagent-interrupts-raised": { strict: false, spec: "schema#SubagentFinishedSuspendedOutcome: ids of the run's interrupts" },
   "run-outcome": { strict: false, spec: "lifecycle#run_finished, interrupt-resume#interrupting: outcome shapes" },
   "interrupt-ids-unique": { strict: false, spec: "interrupt-resume#interrupting: unique within the run" },
   "pending-tool-calls-agree": { strict: false, spec: "tool-calls#frontend-tools: pendingToolCallIds are the unanswered calls" },
@@ -148,6 +149,8 @@ class RunState {
   readonly activities = new Map<string, Owner>();
   readonly activeSubagents = new Set<string>();
   readonly finishedSubagents = new Set<string>();
+  // interruptIds named by suspended SUBAGENT_FINISHED events, to be found among the run's interrupts.
+  readonly suspendedInterrupts: { subagentRunId: string; interruptId: string; index: number }[] = [];
   readonly attributed = new Set<string>();
   readonly lanes = new Map<Owner, Lane>();
   readonly laneClosedBy = new Map<string, { id: string; index: number; type: string }>();
@@ -642,6 +645,7 @@ class StreamVerifier {
     }
     this.reportOpen("closed-before-run-finished", "RUN_FINISHED");
     this.checkOutcome(event.outcome);
+    this.checkSuspendedInterrupts(event.outcome);
     this.end("finished");
   }
 
@@ -727,6 +731,8 @@ class StreamVerifier {
   }
 
   private encryptedValue(event: StreamEvent, tag: Owner): void {
+    this.requireString(event, "subtype");
+    this.requireString(event, "encryptedValue");
     const id = this.requireString(event, "entityId");
     if (id === undefined || tag === undefined) return;
     const target =
@@ -817,7 +823,7 @@ class StreamVerifier {
     if (event.type === "SUBAGENT_ERROR" && typeof event.message !== "string") {
       this.report("subagent-required-fields", "SUBAGENT_ERROR without a string message");
     }
-    if (event.type === "SUBAGENT_FINISHED") this.checkSubagentOutcome(event.outcome);
+    if (event.type === "SUBAGENT_FINISHED") this.checkSubagentOutcome(event.outcome, id);
     if (id === undefined) return;
     if (!this.run.activeSubagents.delete(id)) {
       const state = this.run.finishedSubagents.has(id) ? "already finished" : "never announced";
@@ -827,7 +833,7 @@ class StreamVerifier {
     this.run.finishedSubagents.add(id);
   }
 
-  private checkSubagentOutcome(outcome: unknown): void {
+  private checkSubagentOutcome(outcome: unknown, subagentRunId: string | undefined): void {
     if (outcome === undefined || outcome === null) return;
     if (!isRecord(outcome) || (outcome.type !== "success" && outcome.type !== "suspended")) {
       this.report("subagent-outcome", `SUBAGENT_FINISHED outcome type ${isRecord(outcome) ? String(outcome.type) : typeof outcome}; success or suspended`);
@@ -840,6 +846,25 @@ class StreamVerifier {
       this.report("no-null-optionals", "SUBAGENT_FINISHED outcome.interruptIds is null");
     } else if (ids !== undefined && (!Array.isArray(ids) || ids.some((v: unknown) => typeof v !== "string"))) {
       this.report("subagent-outcome", "SUBAGENT_FINISHED outcome.interruptIds is not a list of strings");
+    } else if (Array.isArray(ids) && subagentRunId !== undefined) {
+      for (const interruptId of ids as string[]) this.run.suspendedInterrupts.push({ subagentRunId, interruptId, index: this.index });
+    }
+  }
+
+  /** A suspended subagent's interruptIds are interrupts the run ends with, raised inside that subagent. */
+  private checkSuspendedInterrupts(outcome: unknown): void {
+    const interrupts = isRecord(outcome) && outcome.type === "interrupt" && Array.isArray(outcome.interrupts) ? outcome.interrupts : [];
+    const byId = new Map<string, unknown>();
+    for (const interrupt of interrupts) if (isRecord(interrupt) && typeof interrupt.id === "string") byId.set(interrupt.id, interrupt.subagentRunId);
+    for (const { subagentRunId, interruptId, index } of this.run.suspendedInterrupts) {
+      if (!byId.has(interruptId)) {
+        this.report("subagent-interrupts-raised", `subagent ${subagentRunId} (index ${index}) names interrupt ${interruptId}, which RUN_FINISHED does not carry`);
+        continue;
+      }
+      const tag = byId.get(interruptId);
+      if (tag !== undefined && tag !== subagentRunId) {
+        this.report("subagent-interrupts-raised", `subagent ${subagentRunId} (index ${index}) names interrupt ${interruptId}, raised by ${ownerName(str(tag))}`);
+      }
     }
   }
 }
@@ -863,4 +888,43 @@ export function verifyAguiStream(events: readonly unknown[], options: VerifyOpti
     // Only reachable through hostile inputs (throwing getters, proxies); a verifier must still answer.
     return [{ index: -1, type: END_OF_STREAM, rule: "event-shape", problem: `verifier could not read the stream: ${String(error)}` }];
   }
+}
+
+export type AguiRunOutcome = "success" | "interrupt" | "cancelled" | "failed" | "truncated";
+
+export interface AguiRunSummary {
+  /** Index of the run's RUN_STARTED, or of the RUN_ERROR of a run that failed before it began. */
+  index: number;
+  threadId?: string;
+  runId?: string;
+  outcome: AguiRunOutcome;
+}
+
+/**
+ * How each run of a stream ended, read as the lifecycle reads it: a RUN_ERROR after RUN_FINISHED makes that run
+ * failed (the stream is still well formed), a run without a terminal event is truncated, an unrecognised outcome
+ * counts as success (a consumer strips it). Judges nothing; `verifyAguiStream` does that.
+ */
+export function aguiRunOutcomes(events: readonly unknown[]): AguiRunSummary[] {
+  const runs: AguiRunSummary[] = [];
+  let state: "none" | "open" | "finished" | "errored" = "none";
+  events.forEach((event, index) => {
+    if (!isRecord(event)) return;
+    const last = runs.at(-1);
+    if (event.type === "RUN_STARTED" && state !== "open") {
+      const threadId = str(event.threadId);
+      const runId = str(event.runId);
+      runs.push({ index, ...(threadId !== undefined && { threadId }), ...(runId !== undefined && { runId }), outcome: "truncated" });
+      state = "open";
+    } else if (event.type === "RUN_FINISHED" && state === "open" && last !== undefined) {
+      const type = isRecord(event.outcome) ? event.outcome.type : undefined;
+      last.outcome = type === "interrupt" || type === "cancelled" ? type : "success";
+      state = "finished";
+    } else if (event.type === "RUN_ERROR") {
+      if ((state === "open" || state === "finished") && last !== undefined) last.outcome = "failed";
+      else if (state === "none") runs.push({ index, outcome: "failed" });
+      state = "errored";
+    }
+  });
+  return runs;
 }
