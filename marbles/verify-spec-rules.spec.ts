@@ -247,6 +247,7 @@ const RULES: Record<AguiRule, RuleCases> = {
     reject: [
       { name: "an explicit TEXT_MESSAGE_END for a chunk item", events: run(chunk({ messageId: "m1", delta: "a" }), textEnd("m1")), at: 2 },
       { name: "TOOL_CALL_ARGS for a call opened by a chunk", events: run(toolChunk({ toolCallId: "c1", toolCallName: "search" }), ev("TOOL_CALL_ARGS", { toolCallId: "c1", delta: "{}" })), at: 2 },
+      { name: "a chunk continuing a message opened by TEXT_MESSAGE_START", events: run(textStart("m1"), chunk({ messageId: "m1", delta: "a" }), textEnd("m1")), at: 2 },
     ],
   },
   "chunk-ambiguous-continuation": {

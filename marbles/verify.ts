@@ -390,6 +390,10 @@ class StreamVerifier {
       }
       return false;
     }
+    if (this.itemsOf(kind).open.has(id)) {
+      this.report("chunk-forms-do-not-mix", `${event.type} for ${id}, an item opened by an explicit start; it continues explicitly`);
+      return false;
+    }
     const lane: Lane = { kind, id };
     if (kind === "text") {
       const role = event.role === undefined ? "assistant" : event.role;
