@@ -299,6 +299,11 @@ const RULES: Record<AguiRule, RuleCases> = {
         events: run(subStarted("s1"), subStarted("s2"), textStart("m1", { subagentRunId: "s1" }), textContent("m1", "x", { subagentRunId: "s2" }), textEnd("m1"), subFinished("s1"), subFinished("s2")),
         at: 4,
       },
+      {
+        name: "a closer tagged with another subagent than the opener's",
+        events: run(subStarted("s1"), subStarted("s2"), toolStart("c1", "search", { subagentRunId: "s1" }), ev("TOOL_CALL_END", { toolCallId: "c1", subagentRunId: "s2" }), subFinished("s1"), subFinished("s2")),
+        at: 4,
+      },
       { name: "a tool call tagged s1 inside a message of the parent agent", events: run(subStarted("s1"), textStart("m1"), toolStart("c1", "search", { parentMessageId: "m1", subagentRunId: "s1" }), toolEnd("c1"), textEnd("m1"), subFinished("s1")), at: 3 },
       { name: "a subagent finishing the parent's step", events: run(subStarted("s1"), ev("STEP_STARTED", { stepName: "plan" }), ev("STEP_FINISHED", { stepName: "plan", subagentRunId: "s1" }), ev("STEP_FINISHED", { stepName: "plan" }), subFinished("s1")), at: 3 },
       {
