@@ -155,7 +155,7 @@ const BAD: BadCase[] = [
   { name: "a reused subagentRunId", events: stream(START, ["SUBAGENT_STARTED", { subagentRunId: "s1", name: "x" }], ["SUBAGENT_FINISHED", { subagentRunId: "s1" }], ["SUBAGENT_STARTED", { subagentRunId: "s1", name: "x" }], ["SUBAGENT_FINISHED", { subagentRunId: "s1" }], FINISH), problem: "SUBAGENT_STARTED reuses subagent s1, which already finished", client: "rejects" },
   { name: "subagentRunId: null", events: stream(START, ["TEXT_MESSAGE_START", { messageId: "m1", subagentRunId: null }], ["TEXT_MESSAGE_END", { messageId: "m1" }], FINISH), problem: "subagentRunId is null", client: "rejects" },
 
-  // ── our stricter rules ──
+  // ── rules verifyEvents does not check (strict: true marks the gateway's own contract) ──
   { name: "RUN_ERROR after RUN_FINISHED (verifyEvents allows it)", events: stream(START, FINISH, ["RUN_ERROR", { message: "x" }]), problem: "RUN_ERROR after the terminal RUN_FINISHED at index 1", client: "accepts", strict: true },
   { name: "a second run in the same stream", events: stream(START, FINISH, ["RUN_STARTED", { threadId: "t1", runId: "r2" }], ["RUN_FINISHED", { threadId: "t1", runId: "r2" }]), problem: "a second run in the stream", client: "accepts", strict: true },
   { name: "a stream without a terminal event", events: stream(START, ...text("m1")), problem: "ends without RUN_FINISHED or RUN_ERROR", client: "accepts" },
