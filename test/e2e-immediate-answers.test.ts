@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDemoScript, type ScriptedA2AServer } from "../src/demo/index.js";
 import { expectValidRun, startStack, type Stack } from "./helpers/e2e.js";
 import { mapPool } from "./helpers/faults.js";
-import { immediateRoundTrip, type RoundTripKind } from "./helpers/immediate.js";
+import { demoRoundTrip, type DemoRoundTripKind } from "./helpers/immediate.js";
 
 // The issue's bar: 100 of each kind. Ten at a time keeps the file near 15 s (the demo mostly sleeps).
 const ROUND_TRIPS_PER_KIND = 100;
@@ -22,10 +22,10 @@ afterAll(async () => {
 });
 
 describe("an answer sent at 0 ms after its interrupt (demo kernel, shipped pacing)", () => {
-  for (const kind of ["deploy", "pipeline"] as RoundTripKind[]) {
+  for (const kind of ["deploy", "pipeline"] as DemoRoundTripKind[]) {
     it(`${ROUND_TRIPS_PER_KIND} ${kind} round trips all succeed`, async () => {
       const trips = await mapPool(Array.from({ length: ROUND_TRIPS_PER_KIND }), CONCURRENCY, () =>
-        immediateRoundTrip(stack.gateway.url, stack.workspace, kind),
+        demoRoundTrip(stack.gateway.url, stack.workspace, kind),
       );
       expect(trips.flatMap((t) => (t.problem === undefined ? [] : [t.problem]))).toEqual([]);
       for (const trip of trips) {

@@ -36,29 +36,21 @@ export async function eventsUntilTerminal(url: string, body: unknown): Promise<{
   }
 }
 
-export type RoundTripKind = "deploy" | "pipeline";
-
 export interface RoundTrip {
-  kind: RoundTripKind;
   first: WireEvent[];
   answer: WireEvent[];
   /** Why the round trip is not a success, or undefined. */
   problem?: string;
 }
 
-/** A deploy (permission) or pipeline (candidate selection) turn, answered the instant its interrupt arrives. */
-export async function immediateRoundTrip(gatewayUrl: string, workspace: string, kind: RoundTripKind): Promise<RoundTrip> {
-  const input: RunAgentInput =
-    kind === "pipeline"
-      ? runInput(workspace, { prompt: "Create a vswitch in an existing VPC", iacCode: { runMode: "pipeline", pipelineName: "selling" } })
-      : runInput(workspace, { prompt: "Deploy a VPC" });
+/** Runs `input` to its interrupt and answers that interrupt with `payload` the instant it arrives. */
+export async function answerAtOnce(gatewayUrl: string, input: RunAgentInput, payload: unknown): Promise<RoundTrip> {
   const first = await eventsUntilTerminal(gatewayUrl, input);
   const outcome = first.events.at(-1)?.outcome as { type?: string; interrupts?: { id: string }[] } | undefined;
   const interruptId = outcome?.type === "interrupt" ? outcome.interrupts?.[0]?.id : undefined;
   if (interruptId === undefined) {
-    return { kind, first: first.events, answer: [], problem: `no interrupt: HTTP ${first.status} ${JSON.stringify(first.events.at(-1) ?? first.text)}` };
+    return { first: first.events, answer: [], problem: `no interrupt: HTTP ${first.status} ${JSON.stringify(first.events.at(-1) ?? first.text)}` };
   }
-  const payload = kind === "pipeline" ? { selectedId: "1" } : { decision: "allow_once" };
   const answer = await eventsUntilTerminal(gatewayUrl, {
     ...input,
     runId: `${input.runId}-answer`,
@@ -67,6 +59,19 @@ export async function immediateRoundTrip(gatewayUrl: string, workspace: string, 
   const end = answer.events.at(-1);
   const ok = end?.type === "RUN_FINISHED" && (end.outcome as { type?: string } | undefined)?.type === "success";
   return ok
-    ? { kind, first: first.events, answer: answer.events }
-    : { kind, first: first.events, answer: answer.events, problem: `answer: HTTP ${answer.status} ${JSON.stringify(end ?? answer.text)}` };
+    ? { first: first.events, answer: answer.events }
+    : { first: first.events, answer: answer.events, problem: `answer: HTTP ${answer.status} ${JSON.stringify(end ?? answer.text)}` };
+}
+
+export type DemoRoundTripKind = "deploy" | "pipeline";
+
+/** The demo kernel's deploy (permission) or pipeline (candidate selection) turn, answered at once. */
+export function demoRoundTrip(gatewayUrl: string, workspace: string, kind: DemoRoundTripKind): Promise<RoundTrip> {
+  return kind === "pipeline"
+    ? answerAtOnce(
+        gatewayUrl,
+        runInput(workspace, { prompt: "Create a vswitch in an existing VPC", iacCode: { runMode: "pipeline", pipelineName: "selling" } }),
+        { selectedId: "1" },
+      )
+    : answerAtOnce(gatewayUrl, runInput(workspace, { prompt: "Deploy a VPC" }), { decision: "allow_once" });
 }
