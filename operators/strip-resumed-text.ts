@@ -5,7 +5,7 @@
 // the rest is emitted. A segment ends when a tool starts or its input completes (for the current
 // message), when its message ends, and for every message at the run's terminal event (the interrupt
 // commit included); each new digest travels on as a TextSegmentDigest item, before the terminal event.
-import { createHash } from "node:crypto";
+import { createHash, type Hash } from "node:crypto";
 import { EventType } from "@ag-ui/core";
 import { Observable, type OperatorFunction } from "rxjs";
 import type { TextSegmentDigest } from "./types.js";
@@ -28,8 +28,8 @@ export function stripResumedText<T extends { type: string }>(
   return (source) =>
     new Observable<T | TextSegmentDigest>((subscriber) => {
       const known = new Set(options.knownDigests ?? []);
-      /** Text of each message's current segment, in pieces. */
-      const segments = new Map<string, string[]>();
+      /** The running digest of each message's current segment (the text itself is not kept). */
+      const segments = new Map<string, Hash>();
       /** Message ids whose first text was already checked in this run. */
       const checked = new Set<string>();
       /** TEXT_MESSAGE_START held until the message has something to show (a fully replayed text has not). */
@@ -37,10 +37,10 @@ export function stripResumedText<T extends { type: string }>(
       let current: string | undefined;
 
       const finish = (messageId: string) => {
-        const pieces = segments.get(messageId);
+        const segment = segments.get(messageId);
+        if (segment === undefined) return;
         segments.delete(messageId);
-        if (!pieces || pieces.length === 0) return;
-        const digest = sha256(pieces.join(""));
+        const digest = segment.digest("hex");
         if (known.has(digest)) return;
         known.add(digest);
         subscriber.next({ type: "IAC_CODE_TEXT_SEGMENT", digest });
@@ -68,7 +68,7 @@ export function stripResumedText<T extends { type: string }>(
           return show(item, messageId, delta);
         }
         // The whole replay is this message's text so far: the next segment digest covers all of it.
-        segments.set(messageId, [delta]);
+        segments.set(messageId, createHash("sha256").update(delta, "utf8"));
         const rest = delta.slice(replayed);
         if (rest !== "") show(item, messageId, rest);
       };
@@ -119,14 +119,13 @@ export function stripResumedText<T extends { type: string }>(
     });
 }
 
-function append(segments: Map<string, string[]>, messageId: string, delta: string): void {
-  const pieces = segments.get(messageId);
-  if (pieces) pieces.push(delta);
-  else segments.set(messageId, [delta]);
-}
-
-function sha256(text: string): string {
-  return createHash("sha256").update(text, "utf8").digest("hex");
+function append(segments: Map<string, Hash>, messageId: string, delta: string): void {
+  let segment = segments.get(messageId);
+  if (segment === undefined) {
+    segment = createHash("sha256");
+    segments.set(messageId, segment);
+  }
+  segment.update(delta, "utf8");
 }
 
 /** Length (UTF-16 units) of the longest prefix of `text`, whole code points, whose digest is known. */
