@@ -1,12 +1,26 @@
 import { defineConfig } from "vitest/config";
 
+// The interrupt/resume e2e files run twice: once with the demo kernel at 0 ms between frames, once at
+// its shipped 10–40 ms rhythm (test/helpers/pacing.ts), where answers race the kernel's turn as they do
+// for a user. Only those files: the others' demo turns carry no interrupt and would just take longer.
+const SHIPPED_PACING_FILES = ["test/e2e-resume.test.ts", "test/e2e-pipeline.test.ts"];
+
 export default defineConfig({
   test: {
-    include: ["marbles/**/*.spec.ts", "test/**/*.test.ts", "examples/**/*.test.ts"],
     // The real-kernel suite installs Python packages: `npm run test:interop` (and .ci/run) runs it on its own.
     exclude: ["test/interop/**", "node_modules/**"],
     testTimeout: 20_000,
     hookTimeout: 20_000,
     pool: "forks",
+    projects: [
+      {
+        extends: true,
+        test: { name: "default", include: ["marbles/**/*.spec.ts", "test/**/*.test.ts", "examples/**/*.test.ts"] },
+      },
+      {
+        extends: true,
+        test: { name: "shipped-pacing", include: SHIPPED_PACING_FILES, env: { AGUI_E2E_DEMO_PACING: "shipped" } },
+      },
+    ],
   },
 });

@@ -1,19 +1,21 @@
 // Public API: each operator on its own, and createAguiPipeline composing them into one AG-UI run.
 import { EventType } from "@ag-ui/core";
-import type { ObservableInput, OperatorFunction } from "rxjs";
+import { filter, type ObservableInput, type OperatorFunction } from "rxjs";
 import { balanceSpans } from "./balance-spans.js";
 import { commitBeforeEmit } from "./commit-before-emit.js";
 import { dedupePipeline } from "./dedupe-pipeline.js";
 import { mergeHeartbeat } from "./merge-heartbeat.js";
 import { namespaceCustom } from "./namespace-custom.js";
 import { projectA2A, type ProjectA2AOptions } from "./project-a2a.js";
-import { RunError, type A2AStreamResponse, type AguiEvent, type AguiOutput } from "./types.js";
+import { stripResumedText } from "./strip-resumed-text.js";
+import { RunError, type A2AStreamResponse, type AguiEvent, type AguiOutput, type TextSegmentDigest } from "./types.js";
 
 export { balanceSpans } from "./balance-spans.js";
 export { commitBeforeEmit, type CommitBeforeEmitOptions } from "./commit-before-emit.js";
 export { dedupePipeline, type DedupePipelineOptions } from "./dedupe-pipeline.js";
 export { mergeHeartbeat, type MergeHeartbeatOptions } from "./merge-heartbeat.js";
 export { namespaceCustom, PIPELINE_CUSTOM_EVENT_TYPES } from "./namespace-custom.js";
+export { stripResumedText, type StripResumedTextOptions } from "./strip-resumed-text.js";
 export {
   projectA2A,
   stepKeyOf,
@@ -33,12 +35,15 @@ export interface AguiPipelineOptions extends ProjectA2AOptions {
   pipelineSequence?: number;
   /** Heartbeat markers while idle: on by default, every 15 s. */
   heartbeat?: boolean | { intervalMs: number };
+  /** Digests of text segments earlier runs of this execution showed: a replay of them is not shown again. */
+  textSnapshotDigests?: Iterable<string>;
   /**
    * Durability hook: return an ObservableInput that completes when what `event` reveals is persisted
    * (or nothing when it needs no write). A failure ends the run with RUN_ERROR (a RunError's code,
-   * otherwise STATE_PERSISTENCE_FAILED) and nothing more is emitted.
+   * otherwise STATE_PERSISTENCE_FAILED) and nothing more is emitted. It also sees each TextSegmentDigest
+   * (keep it with the execution; the interrupt's RUN_FINISHED comes after); those are never emitted.
    */
-  commit?: (event: AguiEvent) => ObservableInput<unknown> | undefined | void;
+  commit?: (event: AguiEvent | TextSegmentDigest) => ObservableInput<unknown> | undefined | void;
 }
 
 /**
@@ -51,12 +56,13 @@ export function createAguiPipeline(options: AguiPipelineOptions): OperatorFuncti
     let events = frames.pipe(
       dedupePipeline(options.pipelineSequence !== undefined ? { afterSequence: options.pipelineSequence } : {}),
       projectA2A(options),
+      stripResumedText(options.textSnapshotDigests !== undefined ? { knownDigests: options.textSnapshotDigests } : {}),
       namespaceCustom(),
     );
     const commit = options.commit;
     if (commit) {
       events = events.pipe(
-        commitBeforeEmit<AguiEvent, AguiEvent>({
+        commitBeforeEmit<AguiEvent | TextSegmentDigest, AguiEvent>({
           commit,
           onFailure: (error) => {
             const known = error instanceof RunError;
@@ -70,7 +76,10 @@ export function createAguiPipeline(options: AguiPipelineOptions): OperatorFuncti
         }),
       );
     }
-    const balanced = events.pipe(balanceSpans<AguiEvent>());
+    const balanced = events.pipe(
+      filter((item): item is AguiEvent => item.type !== "IAC_CODE_TEXT_SEGMENT"),
+      balanceSpans<AguiEvent>(),
+    );
     const heartbeat = options.heartbeat ?? true;
     if (heartbeat === false) return balanced;
     return balanced.pipe(

@@ -126,3 +126,13 @@ export class RunError extends Error {
     this.name = "RunError";
   }
 }
+
+/**
+ * Internal carrier from stripResumedText to the edge: the SHA-256 hex digest of a finished text segment
+ * (reference-adapter §5.4). The edge keeps digests with the execution so a later run can recognise text
+ * it already showed; createAguiPipeline hands them to `commit` and never emits them.
+ */
+export interface TextSegmentDigest {
+  type: "IAC_CODE_TEXT_SEGMENT";
+  digest: string;
+}

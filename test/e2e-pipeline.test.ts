@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PIPELINE_CUSTOM_EVENT_TYPES } from "../operators/index.js";
 import { startGateway, type RunningGateway } from "../src/gateway.js";
 import { runWithHttpAgent, silentLogger, startStack, type Stack, type WireEvent } from "./helpers/e2e.js";
+import { SHIPPED_PACING } from "./helpers/pacing.js";
 import type { ScriptedA2AServer } from "../src/demo/index.js";
 
 let stack: Stack<ScriptedA2AServer>;
@@ -26,7 +27,7 @@ afterAll(async () => {
 const of = (events: WireEvent[], type: string) => events.filter((e) => e.type === type);
 const field = (events: WireEvent[], type: string, key: string) => of(events, type).map((e) => e[key] as string);
 
-describe("pipeline mode through the gateway", () => {
+describe(`pipeline mode through the gateway (demo kernel at ${SHIPPED_PACING ? "its shipped" : "0 ms"} pacing)`, () => {
   it("projects steps, parallel candidates and CUSTOM events; a selection interrupt survives a gateway restart", async () => {
     const input = stack.input({ prompt: "Create a vswitch in an existing VPC", iacCode: { runMode: "pipeline", pipelineName: "selling" } });
     const first = await runWithHttpAgent(stack.gateway.url, input);

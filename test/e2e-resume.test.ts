@@ -41,6 +41,7 @@ import {
   type Stack,
   type WireEvent,
 } from "./helpers/e2e.js";
+import { SHIPPED_PACING } from "./helpers/pacing.js";
 
 const SESSION_ID = "session-resume-e2e";
 const PERMISSION_KEYS = ["decision", "inputId", "kind", "requestTaskId", "schemaVersion", "toolUseId"];
@@ -285,7 +286,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // ---- permission round trips --------------------------------------------------------------------
 
-describe("a permission interrupt and its resume", () => {
+describe(`a permission interrupt and its resume (demo kernel at ${SHIPPED_PACING ? "its shipped" : "0 ms"} pacing)`, () => {
   it("deploy ends at a tool_call interrupt that HttpAgent holds; allow_once reaches the same task and finishes", async () => {
     const before = Date.now();
     const parked = await parkedTurn(stack.gateway.url, stack.input({ prompt: "deploy the demo VPC" }));

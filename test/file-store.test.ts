@@ -325,18 +325,29 @@ describe("FileThreadStore fails closed on reads", () => {
     await expect(eacces.load("thread-1")).rejects.toBeInstanceOf(StateUnavailableError);
   });
 
-  it("drops malformed run digests, tolerates legacy text digests and a missing lastTaskId", async () => {
+  it("drops malformed run digests, restores text digests (sorted, once each) and tolerates a missing lastTaskId", async () => {
     const document = documentOf(record("legacy"));
     document.runDigests = { good: DIGEST_A, upper: DIGEST_A.toUpperCase(), short: "abc", number: 5, "": DIGEST_B };
-    document.execution.textSnapshotDigests = [DIGEST_A];
+    document.execution.textSnapshotDigests = [DIGEST_B, DIGEST_A, DIGEST_B];
     delete document.execution.lastTaskId;
     await plant("legacy", JSON.stringify(document));
     const loaded = await newStore().load("legacy");
     expect(loaded?.runDigests).toEqual({ good: DIGEST_A });
     expect(loaded?.execution.lastTaskId).toBeNull();
-    expect(loaded?.execution).not.toHaveProperty("textSnapshotDigests");
+    // Issue 13 item 6: the resume-text rule needs them after a restart (they used to be dropped).
+    expect(loaded?.execution.textSnapshotDigests).toEqual([DIGEST_A, DIGEST_B].sort());
     // What was restored can be written back unchanged.
     expect(() => assertStorable(loaded!)).not.toThrow();
+  });
+
+  it("a text digest that is not 64 lowercase hex makes the thread unavailable, and is never written", async () => {
+    const document = documentOf(record("texts"));
+    document.execution.textSnapshotDigests = ["first"];
+    await plant("texts", JSON.stringify(document));
+    await expect(newStore().load("texts")).rejects.toThrow(/textSnapshotDigests/);
+    const withText = record("texts");
+    withText.execution.textSnapshotDigests = ["the assistant's words"];
+    expect(() => assertStorable(withText)).toThrow(/textSnapshotDigests/);
   });
 
   it("parseThreadRecord reports a short reason", () => {

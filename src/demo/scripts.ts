@@ -137,8 +137,12 @@ export function createDemoScript(options: DemoScriptOptions = {}): TurnScript {
   };
 
   function* paced(frames: A2AStreamResponse[]): Generator<ScriptItem> {
-    for (const frame of frames) {
+    for (const [i, frame] of frames.entries()) {
       yield frame;
+      // No pause after a turn's last frame: the client reads that frame as "parked" (or done) and may
+      // answer at once, while an executor still sleeping would own the task's event bus, and the SDK
+      // hands the answer that same bus, which the old turn then closes under it.
+      if (i === frames.length - 1) break;
       const delayMs = options.frameDelayMs ?? RHYTHM_MS[pauses++ % RHYTHM_MS.length] ?? 20;
       if (delayMs > 0) yield { delayMs };
     }

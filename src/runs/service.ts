@@ -230,7 +230,13 @@ export class RunService {
             execution.pipelineSequence = sequence;
           },
         },
+        textSnapshotDigests: execution.textSnapshotDigests ?? [],
         commit: (event) => {
+          if (event.type === "IAC_CODE_TEXT_SEGMENT") {
+            // Written with the next durable write (the interrupt commit, or the end of the run).
+            rememberTextSegment(execution, event.digest);
+            return undefined;
+          }
           const write = this.commitBeforeEmit(ticket, event, staged);
           if (write) {
             const settled = write.then(
@@ -692,6 +698,13 @@ function rotateExecution(record: ThreadRecord, rosInvocationId: string, executio
     pipelineOpenSteps: [],
     pending: {},
   };
+}
+
+/** Digests stay sorted, as the reference stores them; a rotated execution starts without any. */
+function rememberTextSegment(execution: ThreadRecord["execution"], digest: string): void {
+  const digests = execution.textSnapshotDigests ?? [];
+  if (digests.includes(digest)) return;
+  execution.textSnapshotDigests = [...digests, digest].sort();
 }
 
 function markTerminal(record: ThreadRecord): void {

@@ -19,6 +19,8 @@ export interface ExecutionRecord {
   pipelineSequence: number;
   pipelineOpenSteps: string[];
   pending: Record<string, PendingEntry>;
+  /** SHA-256 hex digests of text segments this execution showed (reference-adapter §5.4); never the text. */
+  textSnapshotDigests?: string[];
 }
 
 export interface AppliedResumeDigest {

@@ -36,7 +36,7 @@ const appliedResumeDigest = z.strictObject({
   digest,
 });
 
-/** Reading tolerates what the reference tolerates (legacy text digests, absent lastTaskId, bad run-digest entries). */
+/** Reading tolerates what the reference tolerates (absent text digests or lastTaskId, bad run-digest entries). */
 const storedExecution = z.strictObject({
   executionId: nonEmptyString,
   rosInvocationId: nonEmptyString,
@@ -63,7 +63,7 @@ const storedRecord = z.strictObject({
 
 /** Writing is exact: only the current schema, nothing the reader would have to drop or default. */
 const writableRecord = storedRecord.extend({
-  execution: storedExecution.omit({ textSnapshotDigests: true }).extend({ lastTaskId: z.string().nullable() }),
+  execution: storedExecution.extend({ lastTaskId: z.string().nullable() }),
   runDigests: z.record(nonEmptyString, digest),
 });
 
@@ -78,7 +78,7 @@ export function parseThreadRecord(json: unknown, threadId: string): ThreadRecord
   const parsed = storedRecord.safeParse(json);
   if (!parsed.success) throw invalid(describe(parsed.error));
   const stored = parsed.data;
-  const { textSnapshotDigests: _legacy, lastTaskId, ...execution } = stored.execution;
+  const { textSnapshotDigests, lastTaskId, ...execution } = stored.execution;
   return {
     schemaVersion: 1,
     threadId: stored.threadId,
@@ -99,6 +99,7 @@ export function parseThreadRecord(json: unknown, threadId: string): ThreadRecord
           },
         ]),
       ),
+      ...(textSnapshotDigests !== undefined && textSnapshotDigests.length > 0 && { textSnapshotDigests: [...new Set(textSnapshotDigests)].sort() }),
     },
     runDigests: wellFormedRunDigests(stored.runDigests),
     appliedResumeDigests: stored.appliedResumeDigests,

@@ -12,11 +12,12 @@ import { fileURLToPath } from "node:url";
 import { HttpAgent, type Interrupt, type RunAgentInput } from "@ag-ui/client";
 import { expect } from "vitest";
 import type { A2AMessage, JsonObject } from "../../operators/types.js";
-import { createDemoScript, startScriptedA2AServer, type ScriptedA2AServer, type TurnScript } from "../../src/demo/index.js";
+import { startScriptedA2AServer, type ScriptedA2AServer, type TurnScript } from "../../src/demo/index.js";
 import { startGateway, type GatewayOptions, type RunningGateway } from "../../src/gateway.js";
 import type { ResumeEntry } from "../../src/runs/input.js";
 import type { FsLayer } from "../../src/state/file-store.js";
 import { runInput, silentLogger, type InputOverrides, type WireEvent } from "./e2e.js";
+import { e2eDemoScript } from "./pacing.js";
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const CLI_PATH = path.join(REPO, "dist", "src", "cli.js");
@@ -85,9 +86,9 @@ export function cancelCount(upstream: ScriptedA2AServer, taskId: string): number
   return upstream.cancelled.filter((id) => id === taskId).length;
 }
 
-/** The demo agent at full speed: "deploy" asks a ros_deploy permission, the answer goes to the same task. */
+/** The demo agent at the run's pacing (pacing.ts): "deploy" asks a ros_deploy permission, the answer goes to the same task. */
 export function demoScript(): TurnScript {
-  return createDemoScript({ frameDelayMs: 0 });
+  return e2eDemoScript();
 }
 
 // ---- a FileThreadStore whose atomic replace can fail --------------------------------------------

@@ -23,6 +23,7 @@ import {
   type TurnScript,
 } from "../../src/demo/index.js";
 import { startGateway, type GatewayOptions, type RunningGateway } from "../../src/gateway.js";
+import { e2eDemoScript } from "./pacing.js";
 
 export type WireEvent = { type: string; [key: string]: unknown };
 
@@ -46,7 +47,7 @@ export interface StackOptions {
 
 export const silentLogger = pino({ level: "silent" });
 
-/** A scripted SDK upstream (the demo script at full speed unless told otherwise) behind a gateway. */
+/** A scripted SDK upstream (the demo script at the run's pacing, see pacing.ts, unless told otherwise) behind a gateway. */
 export function startStack(options?: StackOptions & { script?: TurnScript; upstreamToken?: string }): Promise<Stack<ScriptedA2AServer>>;
 /** A hand-driven raw upstream behind a gateway. */
 export function startStack(options: StackOptions & { raw: RawA2AServerOptions["handle"] }): Promise<Stack<RawA2AServer>>;
@@ -56,7 +57,7 @@ export async function startStack(
   const upstream = options.raw
     ? await startRawA2AServer({ handle: options.raw })
     : await startScriptedA2AServer({
-        script: options.script ?? createDemoScript({ frameDelayMs: 0 }),
+        script: options.script ?? e2eDemoScript(),
         ...(options.upstreamToken !== undefined && { token: options.upstreamToken }),
         ...(options.http2 && { http2: true }),
       });

@@ -18,6 +18,7 @@ import {
   waitFor,
   type WireEvent,
 } from "../helpers/e2e.js";
+import { answerAtOnce } from "../helpers/immediate.js";
 import { MARKER, SCRIPTED, contentText, interopScript, isAgentCall, lastUserText, startFakeLlm, toolResults, type FakeLlm } from "./fake-llm.js";
 import { INTEROP_REQUIRED, startKernel, type Kernel } from "./setup.js";
 
@@ -228,6 +229,17 @@ if (!prereqs?.ok) {
       const again = await postRaw(cancelUrl, body);
       expect(again.json).toEqual({ executionId, status: "already_terminal" });
     });
+
+    it("20 permission round trips answered the instant the interrupt arrives all succeed (no window before the kernel parks)", async () => {
+      for (let i = 0; i < 20; i++) {
+        const trip = await answerAtOnce(gateway.url, input(`${MARKER.permission}: create a.txt, round trip ${i}`), { decision: "allow_once" });
+        expect(trip.problem, `round trip ${i}`).toBeUndefined();
+        expectValidRun(trip.first);
+        expectValidRun(trip.answer);
+        expect(ofType(trip.answer, "TOOL_CALL_RESULT")[0]).toMatchObject({ toolCallId: SCRIPTED.toolCallId });
+        expect(joined(trip.answer, "TEXT_MESSAGE_CONTENT")).toBe(SCRIPTED.afterAllow);
+      }
+    }, 240_000);
 
     it("an LLM refusal (HTTP 400, streaming and the non-streaming retry): the kernel fails the turn → RUN_ERROR A2A_EXECUTION_FAILED", async () => {
       const { events } = await runWithHttpAgent(gateway.url, input(`${MARKER.llmError}: this will fail`));

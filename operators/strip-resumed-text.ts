@@ -1,0 +1,145 @@
+// The resume-text rule (reference-adapter §5.4 "Resume prefix stripping"). After an interrupt a kernel
+// may replay, in the first status text of a message, everything that message already said before it
+// went on. Segments of text that were shown are known only by digest (the state keeps no text): the
+// first text seen for a message id in a run loses its longest prefix whose SHA-256 is known, and only
+// the rest is emitted. A segment ends when a tool starts or its input completes (for the current
+// message), when its message ends, and for every message at the run's terminal event (the interrupt
+// commit included); each new digest travels on as a TextSegmentDigest item, before the terminal event.
+import { createHash, type Hash } from "node:crypto";
+import { EventType } from "@ag-ui/core";
+import { Observable, type OperatorFunction } from "rxjs";
+import type { TextSegmentDigest } from "./types.js";
+
+export interface StripResumedTextOptions {
+  /** Digests of segments earlier runs of this execution showed (64 lowercase hex). */
+  knownDigests?: Iterable<string>;
+}
+
+type TextItem = { type: string; messageId?: string; delta?: string; parentMessageId?: string };
+
+// Pipeline text is a stream of deltas with event ids (deduplicated upstream of here), never a replay.
+const PIPELINE_MESSAGE = "pipeline-message:";
+// The prefix search hashes every prefix; beyond this many code points a replay is emitted unstripped.
+const MAX_CHECKED_CODE_POINTS = 131_072;
+
+export function stripResumedText<T extends { type: string }>(
+  options: StripResumedTextOptions = {},
+): OperatorFunction<T, T | TextSegmentDigest> {
+  return (source) =>
+    new Observable<T | TextSegmentDigest>((subscriber) => {
+      const known = new Set(options.knownDigests ?? []);
+      /** The running digest of each message's current segment (the text itself is not kept). */
+      const segments = new Map<string, Hash>();
+      /** Message ids whose first text was already checked in this run. */
+      const checked = new Set<string>();
+      /** TEXT_MESSAGE_START held until the message has something to show (a fully replayed text has not). */
+      const heldStarts = new Map<string, T>();
+      let current: string | undefined;
+
+      const finish = (messageId: string) => {
+        const segment = segments.get(messageId);
+        if (segment === undefined) return;
+        segments.delete(messageId);
+        const digest = segment.digest("hex");
+        if (known.has(digest)) return;
+        known.add(digest);
+        subscriber.next({ type: "IAC_CODE_TEXT_SEGMENT", digest });
+      };
+
+      const show = (item: T, messageId: string, delta: string) => {
+        const start = heldStarts.get(messageId);
+        if (start !== undefined) {
+          heldStarts.delete(messageId);
+          subscriber.next(start);
+        }
+        subscriber.next(delta === (item as TextItem).delta ? item : ({ ...item, delta } as T));
+      };
+
+      const content = (item: T, messageId: string, delta: string) => {
+        current = messageId;
+        if (messageId.startsWith(PIPELINE_MESSAGE) || checked.has(messageId)) {
+          append(segments, messageId, delta);
+          return show(item, messageId, delta);
+        }
+        checked.add(messageId);
+        const replayed = replayedPrefixLength(delta, known);
+        if (replayed === 0) {
+          append(segments, messageId, delta);
+          return show(item, messageId, delta);
+        }
+        // The whole replay is this message's text so far: the next segment digest covers all of it.
+        segments.set(messageId, createHash("sha256").update(delta, "utf8"));
+        const rest = delta.slice(replayed);
+        if (rest !== "") show(item, messageId, rest);
+      };
+
+      const upstream = source.subscribe({
+        next: (item) => {
+          const e = item as unknown as TextItem;
+          switch (e.type) {
+            case EventType.TEXT_MESSAGE_START:
+              if (e.messageId !== undefined && !e.messageId.startsWith(PIPELINE_MESSAGE) && !checked.has(e.messageId)) {
+                heldStarts.set(e.messageId, item);
+                return;
+              }
+              break;
+            case EventType.TEXT_MESSAGE_CONTENT:
+              if (e.messageId !== undefined && typeof e.delta === "string") return content(item, e.messageId, e.delta);
+              break;
+            case EventType.TEXT_MESSAGE_END:
+              if (e.messageId === undefined) break;
+              finish(e.messageId);
+              if (current === e.messageId) current = undefined;
+              // Never opened for the client: its only text was a replay.
+              if (heldStarts.delete(e.messageId)) return;
+              break;
+            case EventType.TOOL_CALL_START:
+              if (current !== undefined) finish(current);
+              if (e.parentMessageId !== undefined && heldStarts.has(e.parentMessageId)) {
+                const { parentMessageId: _unopened, ...rest } = e;
+                return subscriber.next(rest as unknown as T);
+              }
+              break;
+            case EventType.TOOL_CALL_ARGS:
+              // The tool's input is complete (TOOL_CALL_ARGS is emitted only then).
+              if (current !== undefined) finish(current);
+              break;
+            case EventType.RUN_FINISHED:
+            case EventType.RUN_ERROR:
+              for (const messageId of [...segments.keys()]) finish(messageId);
+              heldStarts.clear();
+              break;
+          }
+          subscriber.next(item);
+        },
+        error: (error: unknown) => subscriber.error(error),
+        complete: () => subscriber.complete(),
+      });
+      return () => upstream.unsubscribe();
+    });
+}
+
+function append(segments: Map<string, Hash>, messageId: string, delta: string): void {
+  let segment = segments.get(messageId);
+  if (segment === undefined) {
+    segment = createHash("sha256");
+    segments.set(messageId, segment);
+  }
+  segment.update(delta, "utf8");
+}
+
+/** Length (UTF-16 units) of the longest prefix of `text`, whole code points, whose digest is known. */
+function replayedPrefixLength(text: string, known: ReadonlySet<string>): number {
+  if (text === "" || known.size === 0) return 0;
+  const hash = createHash("sha256");
+  let longest = 0;
+  let offset = 0;
+  let points = 0;
+  for (const point of text) {
+    if (++points > MAX_CHECKED_CODE_POINTS) break;
+    hash.update(point, "utf8");
+    offset += point.length;
+    if (known.has(hash.copy().digest("hex"))) longest = offset;
+  }
+  return longest;
+}
