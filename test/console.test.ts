@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Koa from "koa";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { build } from "vite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { describeError } from "../console/errors.js";
@@ -16,21 +16,12 @@ import { applyEvent, newRun, newThreadMemory, parseStepName } from "../console/t
 import { consoleRoutes } from "../src/console/route.js";
 import { createDemoScript, startScriptedA2AServer, type ScriptedA2AServer, type TurnContext } from "../src/demo/index.js";
 import { startGateway, type RunningGateway } from "../src/gateway.js";
+import { launchChromium } from "./helpers/browser.js";
 import { frame, promptOf, silentLogger, slowTurn } from "./helpers/e2e.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const ARTIFACTS = join(ROOT, "test", "artifacts");
 const TOKEN = "console-test-token";
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 
 /** A small selling-style pipeline turn (a2a-upstream §8c shape): two steps, the second fanning out into two candidates. */
 function pipelineTurn() {
@@ -364,12 +355,7 @@ describe("the console in Chromium", () => {
 
   beforeAll(async () => {
     profile = await mkdtemp(join(tmpdir(), "console-chromium-"));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: "/usr/bin/chromium",
-      headless: true,
-      args: CHROMIUM_ARGS,
-      viewport: { width: 1400, height: 900 },
-    });
+    context = await launchChromium(profile, { viewport: { width: 1400, height: 900 } });
     page = context.pages()[0] ?? (await context.newPage());
     page.setDefaultTimeout(8_000);
   });
