@@ -23,9 +23,19 @@ export interface UsageEntry {
 }
 
 export type TimelineItem =
-  | { kind: "text"; key: string; messageId: string; text: string; streaming: boolean }
-  | { kind: "reasoning"; key: string; messageId: string; text: string; streaming: boolean; open: boolean }
-  | { kind: "tool"; key: string; toolCallId: string; name: string; args: string; result?: string; status: "streaming" | "called" | "done"; open: boolean }
+  | { kind: "text"; key: string; messageId: string; candidate?: string; text: string; streaming: boolean }
+  | { kind: "reasoning"; key: string; messageId: string; candidate?: string; text: string; streaming: boolean; open: boolean }
+  | {
+      kind: "tool";
+      key: string;
+      toolCallId: string;
+      parentMessageId?: string;
+      name: string;
+      args: string;
+      result?: string;
+      status: "streaming" | "called" | "done";
+      open: boolean;
+    }
   | { kind: "badges"; key: string; badges: Badge[] }
   | { kind: "steps"; key: string }
   | { kind: "activity"; key: string; activityType: string; content: unknown; open: boolean }
@@ -101,30 +111,27 @@ export function applyEvent(memory: ThreadMemory, run: RunView, event: BaseEvent)
   const e = event as BaseEvent & Loose;
   let seq = run.items.length;
   const key = (prefix: string) => `${prefix}-${seq++}`;
-  const last = run.items.at(-1);
 
   switch (e.type) {
     case "RUN_STARTED":
       run.sawRunStarted = true;
       run.status = "running";
       return;
-    case "TEXT_MESSAGE_CONTENT": {
-      const messageId = String(e.messageId);
-      const delta = String(e.delta ?? "");
-      if (last?.kind === "text" && last.messageId === messageId) last.text += delta;
-      else run.items.push({ kind: "text", key: key("text"), messageId, text: delta, streaming: true });
+    case "TEXT_MESSAGE_START":
+      messageRow(memory, run, "text", String(e.messageId), key);
       return;
-    }
+    case "TEXT_MESSAGE_CONTENT":
+      messageRow(memory, run, "text", String(e.messageId), key).text += String(e.delta ?? "");
+      return;
     case "TEXT_MESSAGE_END":
       for (const item of run.items) if (item.kind === "text" && item.messageId === e.messageId) item.streaming = false;
       return;
-    case "REASONING_MESSAGE_CONTENT": {
-      const messageId = String(e.messageId);
-      const delta = String(e.delta ?? "");
-      if (last?.kind === "reasoning" && last.messageId === messageId) last.text += delta;
-      else run.items.push({ kind: "reasoning", key: key("reasoning"), messageId, text: delta, streaming: true, open: false });
+    case "REASONING_MESSAGE_START":
+      messageRow(memory, run, "reasoning", String(e.messageId), key);
       return;
-    }
+    case "REASONING_MESSAGE_CONTENT":
+      messageRow(memory, run, "reasoning", String(e.messageId), key).text += String(e.delta ?? "");
+      return;
     case "REASONING_MESSAGE_END":
     case "REASONING_END":
       for (const item of run.items) if (item.kind === "reasoning" && item.messageId === e.messageId) item.streaming = false;
@@ -133,7 +140,8 @@ export function applyEvent(memory: ThreadMemory, run: RunView, event: BaseEvent)
       const toolCallId = String(e.toolCallId);
       const name = str(e.toolCallName) ?? "tool";
       memory.toolNames.set(toolCallId, name);
-      run.items.push({ kind: "tool", key: key("tool"), toolCallId, name, args: "", status: "streaming", open: true });
+      const parentMessageId = str(e.parentMessageId);
+      run.items.push({ kind: "tool", key: key("tool"), toolCallId, ...(parentMessageId !== undefined && { parentMessageId }), name, args: "", status: "streaming", open: true });
       return;
     }
     case "TOOL_CALL_ARGS": {
@@ -187,18 +195,74 @@ export function applyEvent(memory: ThreadMemory, run: RunView, event: BaseEvent)
   }
 }
 
-/** The assistant's reply as the conversation shows it: text segments split by tool calls become paragraphs. */
-export function replyText(run: RunView): string {
-  const paragraphs: string[] = [];
-  let previous: TimelineItem | undefined;
-  for (const item of run.items) {
-    if (item.kind === "text") {
-      if (previous?.kind === "text" && paragraphs.length > 0) paragraphs[paragraphs.length - 1] += item.text;
-      else paragraphs.push(item.text);
-    }
-    if (item.kind !== "badges") previous = item;
+type MessageRow = Extract<TimelineItem, { kind: "text" | "reasoning" }>;
+
+/**
+ * The row a message's delta grows: its latest row, even when other messages' rows came after it
+ * (parallel candidates interleave), unless a tool call of that message (or of no message) came after
+ * it — a message's text around its own tool calls reads as separate paragraphs, as it streamed.
+ */
+function messageRow(memory: ThreadMemory, run: RunView, kind: MessageRow["kind"], messageId: string, key: (prefix: string) => string): MessageRow {
+  for (let i = run.items.length - 1; i >= 0; i--) {
+    const item = run.items[i]!;
+    if (item.kind === "tool" && (item.parentMessageId === undefined || item.parentMessageId === messageId)) break;
+    if (item.kind === kind && item.messageId === messageId) return item;
   }
-  return paragraphs.map((p) => p.trim()).filter((p) => p !== "").join("\n\n");
+  const candidate = candidateOfMessage(memory, messageId);
+  const coordinates = { key: key(kind), messageId, ...(candidate !== undefined && { candidate }) };
+  const row: MessageRow = kind === "text" ? { kind, ...coordinates, text: "", streaming: true } : { kind, ...coordinates, text: "", streaming: true, open: false };
+  run.items.push(row);
+  return row;
+}
+
+/**
+ * The candidate a message belongs to. The gateway's pipeline message ids are colon-separated
+ * coordinates (`pipeline-message:<run>:candidate_step:<candidate>:<step>:…`); a segment naming a
+ * candidate seen in a pipeline event wins, else the segment after a `candidate…` scope.
+ */
+export function candidateOfMessage(memory: ThreadMemory, messageId: string): string | undefined {
+  const segments = messageId.split(":");
+  const known = segments.find((s) => memory.candidateLabels.has(s));
+  if (known !== undefined) return known;
+  const scope = segments.findIndex((s) => s === "candidate" || s === "candidate_step");
+  return scope >= 0 ? str(segments[scope + 1]) : undefined;
+}
+
+export interface Reply {
+  messageId: string;
+  /** The candidate's id and label when the message is a pipeline candidate's. */
+  candidate?: { id: string; label: string };
+  /** The message's text; its parts around its own tool calls become paragraphs. */
+  text: string;
+  streaming: boolean;
+}
+
+/** The assistant's replies as the conversation shows them: one per message id, in the order the messages started. */
+export function replies(run: RunView): Reply[] {
+  const byMessage = new Map<string, { candidate?: string; paragraphs: string[]; streaming: boolean }>();
+  for (const item of run.items) {
+    if (item.kind !== "text") continue;
+    const entry = byMessage.get(item.messageId) ?? { ...(item.candidate !== undefined && { candidate: item.candidate }), paragraphs: [], streaming: false };
+    byMessage.set(item.messageId, entry);
+    entry.paragraphs.push(item.text);
+    entry.streaming ||= item.streaming;
+  }
+  const result: Reply[] = [];
+  for (const [messageId, entry] of byMessage) {
+    const text = entry.paragraphs.map((p) => p.trim()).filter((p) => p !== "").join("\n\n");
+    if (text === "") continue;
+    const candidate = entry.candidate !== undefined ? { id: entry.candidate, label: candidateLabel(run, entry.candidate) } : undefined;
+    result.push({ messageId, ...(candidate && { candidate }), text, streaming: entry.streaming && run.status === "running" });
+  }
+  return result;
+}
+
+/** A candidate's label as its card in the pipeline tree shows it; its id when the tree never named it. */
+export function candidateLabel(run: RunView, id: string): string {
+  const tree = run.pipeline;
+  if (!tree) return id;
+  const all = [...tree.steps.flatMap((s) => s.candidates), ...tree.loose];
+  return all.find((c) => c.id === id)?.label ?? id;
 }
 
 /** An error from outside the stream (HTTP refusal, network): the run ends with it. */

@@ -4,7 +4,18 @@
 import type { ResumeEntry } from "@ag-ui/client";
 import { h } from "./dom.js";
 import { interruptForm, type InterruptChoice } from "./interrupts.js";
-import { prettyJson, replyText, type Badge, type CandidateNode, type PipelineTree, type RunView, type StepNode, type TimelineItem } from "./timeline.js";
+import {
+  candidateLabel,
+  prettyJson,
+  replies,
+  type Badge,
+  type CandidateNode,
+  type PipelineTree,
+  type Reply,
+  type RunView,
+  type StepNode,
+  type TimelineItem,
+} from "./timeline.js";
 
 export interface ConversationActions {
   /** Interrupts the thread still waits on (a refused resume leaves them open, so their cards stay live). */
@@ -29,17 +40,42 @@ export function renderConversation(runs: readonly RunView[], actions: Conversati
   for (const run of runs) {
     if (run.prompt !== undefined) nodes.push(h("div", { class: "bubble user" }, run.prompt));
     if (run.answer !== undefined) nodes.push(h("div", { class: "bubble user answer" }, run.answer));
-    const reply = replyText(run);
-    if (reply !== "") {
-      nodes.push(h("div", { class: `bubble assistant${run.status === "running" ? " streaming" : ""}` }, reply));
-    } else if (run.status === "running") {
-      nodes.push(h("div", { class: "bubble assistant pending" }, "…"));
-    }
+    const shown = replies(run);
+    nodes.push(...replyBubbles(shown));
+    if (shown.length === 0 && run.status === "running") nodes.push(h("div", { class: "bubble assistant pending" }, "…"));
     if (run.error) nodes.push(errorCard(run.error.code, run.error.message));
     if (run.status === "cancelled" && !run.error) nodes.push(h("div", { class: "note" }, "The run was cancelled."));
     if (run.status === "interrupt") {
       for (const interrupt of run.interrupts) nodes.push(interruptCard(interrupt, actions.pending.has(interrupt.id) ? actions : undefined));
     }
+  }
+  return nodes;
+}
+
+/**
+ * One bubble per message. Candidates' messages that started one after another stand side by side in
+ * one row, each under its candidate's label, like the candidate cards in the timeline.
+ */
+function replyBubbles(shown: Reply[]): Node[] {
+  const nodes: Node[] = [];
+  let row: HTMLElement | undefined;
+  for (const reply of shown) {
+    const bubble = h(
+      "div",
+      { class: `bubble assistant${reply.streaming ? " streaming" : ""}${reply.candidate ? " candidate-reply" : ""}`, "data-message-id": reply.messageId, ...(reply.candidate && { "data-candidate": reply.candidate.id }) },
+      reply.candidate && h("div", { class: "reply-label" }, reply.candidate.label),
+      h("div", { class: "reply-text" }, reply.text),
+    );
+    if (!reply.candidate) {
+      row = undefined;
+      nodes.push(bubble);
+      continue;
+    }
+    if (!row) {
+      row = h("div", { class: "candidate-replies" });
+      nodes.push(row);
+    }
+    row.append(bubble);
   }
   return nodes;
 }
@@ -118,7 +154,7 @@ export function renderTimeline(runs: readonly RunView[], pending: ReadonlySet<st
         run.executionId !== undefined && h("code", { class: "exec-id", title: `executionId ${run.executionId}` }, `exec ${run.executionId.slice(0, 8)}`),
         h("span", { class: `status ${run.status}${answered ? " answered" : ""}` }, answered ? "answered" : STATUS_TEXT[run.status]),
       ),
-      run.items.map((item) => timelineItem(item, run.pipeline, onToggle)),
+      run.items.map((item) => timelineItem(item, run, onToggle)),
     );
   });
 }
@@ -134,13 +170,29 @@ function collapsible(item: { open: boolean }, onToggle: () => void, cls: string,
   return details;
 }
 
-function timelineItem(item: TimelineItem, tree: PipelineTree | undefined, onToggle: () => void): Node {
+/** The candidate chip on a message row, and the attributes that tie the row to its message. */
+function messageCoordinates(item: Extract<TimelineItem, { kind: "text" | "reasoning" }>, run: RunView) {
+  const attrs = { "data-message-id": item.messageId, ...(item.candidate !== undefined && { "data-candidate": item.candidate }) };
+  const chip = item.candidate !== undefined && h("span", { class: "who" }, candidateLabel(run, item.candidate));
+  return { attrs, chip };
+}
+
+function timelineItem(item: TimelineItem, run: RunView, onToggle: () => void): Node | false {
+  const tree = run.pipeline;
   switch (item.kind) {
-    case "text":
-      return h("div", { class: `ev text${item.streaming ? " streaming" : ""}` }, h("span", { class: "tag" }, "text"), h("span", { class: "body" }, item.text));
+    case "text": {
+      // A message opened by TEXT_MESSAGE_START holds its place in the order; shown once it says something.
+      if (item.text === "") return false;
+      const { attrs, chip } = messageCoordinates(item, run);
+      return h("div", { class: `ev text${item.streaming ? " streaming" : ""}`, ...attrs }, h("span", { class: "tag" }, "text"), chip, h("span", { class: "body" }, item.text));
+    }
     case "reasoning": {
+      if (item.text === "") return false;
+      const { attrs, chip } = messageCoordinates(item, run);
       const preview = item.text.length > 90 ? `${item.text.slice(0, 87)}…` : item.text;
-      return collapsible(item, onToggle, "ev reasoning", [h("span", { class: "tag" }, "reasoning"), h("span", { class: "preview" }, preview)], h("pre", {}, item.text));
+      const details = collapsible(item, onToggle, "ev reasoning", [h("span", { class: "tag" }, "reasoning"), ...(chip ? [chip] : []), h("span", { class: "preview" }, preview)], h("pre", {}, item.text));
+      for (const [name, value] of Object.entries(attrs)) details.setAttribute(name, value);
+      return details;
     }
     case "tool":
       return collapsible(

@@ -12,7 +12,7 @@ import { build } from "vite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { describeError } from "../console/errors.js";
 import { interruptForm } from "../console/interrupts.js";
-import { applyEvent, newRun, newThreadMemory, parseStepName } from "../console/timeline.js";
+import { applyEvent, candidateOfMessage, newRun, newThreadMemory, parseStepName, replies } from "../console/timeline.js";
 import { consoleRoutes } from "../src/console/route.js";
 import { createDemoScript, startScriptedA2AServer, type ScriptedA2AServer, type TurnContext } from "../src/demo/index.js";
 import { startGateway, type RunningGateway } from "../src/gateway.js";
@@ -66,11 +66,41 @@ function pipelineTurn() {
   ];
 }
 
+const PACED_PIPELINE_PROMPT = "Build a VPC with a pipeline";
+const NORMAL_REPLY = (q: string) =>
+  `I'll help with "${q}". First I will read the workspace README.\n\nThe workspace is a demo, so nothing was changed. For "${q}" I would list the resources, write a ROS template and validate it before any deployment.`;
+const CANDIDATE_TEXTS = {
+  "candidate-evaluate-0-1": ["Plan A #1", "Plan A: one vswitch in a single zone."],
+  "candidate-evaluate-1-1": ["Plan B #2", "Plan B: two vswitches across two zones."],
+} as const;
+
+/**
+ * Runs in the page: records every text each candidate's bubble and timeline row showed, at each DOM
+ * change, so the test can tell they grew and never held another candidate's words on the way.
+ */
+const RECORD_CANDIDATE_TEXTS = `(() => {
+  const seen = (window.__candidateTexts = {});
+  const note = () => {
+    for (const el of document.querySelectorAll("#conversation .bubble[data-candidate], #timeline .ev.text[data-candidate]")) {
+      const pane = el.closest("#conversation") ? "conversation" : "timeline";
+      const text = el.querySelector(pane === "conversation" ? ".reply-text" : ".body").textContent;
+      const list = (seen[pane + " " + el.dataset.candidate] ??= []);
+      if (list.at(-1) !== text) list.push(text);
+    }
+  };
+  new MutationObserver(note).observe(document.body, { childList: true, subtree: true, characterData: true });
+})()`;
+
 /** Scripted turns by prompt; everything else is the demo agent. */
 function consoleScript() {
   const demo = createDemoScript({ frameDelayMs: 1 });
+  // The demo pipeline at a pace where the page renders between deltas, for its whole thread (the resume too).
+  const pacedDemo = createDemoScript({ frameDelayMs: 30 });
+  const pacedContexts = new Set<string>();
   return (turn: TurnContext) => {
     const prompt = promptOf(turn);
+    if (prompt === PACED_PIPELINE_PROMPT) pacedContexts.add(turn.contextId);
+    if (pacedContexts.has(turn.contextId)) return pacedDemo(turn);
     if (prompt === "stream slowly") return slowTurn("session-console-slow", 400, 25);
     if (prompt === "run the pipeline") return pipelineTurn();
     if (prompt === "fail please") {
@@ -305,6 +335,56 @@ describe("console models", () => {
     expect(describeError(new TypeError("Failed to fetch")).code).toBe("NETWORK_ERROR");
   });
 
+  it("keeps one row and one reply per message id when parallel messages interleave", () => {
+    const memory = newThreadMemory();
+    const run = newRun("run-1", "go");
+    const candidate = (k: number) => ({ id: "evaluate", runId: `candidate-evaluate-${k}-1`, index: k, name: `Plan ${"AB"[k]}` });
+    const messageOf = (k: number) => `pipeline-message:p-1:candidate_step:candidate-evaluate-${k}-1:candidate-evaluate-${k}-1-template_generating-1:step-evaluate-1`;
+    const [a, b] = [messageOf(0), messageOf(1)];
+    const events: Record<string, unknown>[] = [
+      { type: "RUN_STARTED" },
+      { type: "STEP_STARTED", stepName: "evaluate_candidates" },
+      ...[0, 1].map((k) => ({ type: "CUSTOM", name: "iac-code.pipeline.v1", value: { eventType: "candidate_started", step: { id: "evaluate_candidates" }, candidate: candidate(k) } })),
+      { type: "TEXT_MESSAGE_START", messageId: "m-intro", role: "assistant" },
+      { type: "TEXT_MESSAGE_CONTENT", messageId: "m-intro", delta: "Comparing two plans." },
+      { type: "TEXT_MESSAGE_END", messageId: "m-intro" },
+      { type: "REASONING_MESSAGE_START", messageId: "r-a", role: "reasoning" },
+      { type: "REASONING_MESSAGE_START", messageId: "r-b", role: "reasoning" },
+      { type: "TEXT_MESSAGE_START", messageId: a, role: "assistant" },
+      { type: "TEXT_MESSAGE_CONTENT", messageId: a, delta: "Plan " },
+      { type: "TEXT_MESSAGE_START", messageId: b, role: "assistant" },
+      ...["Plan ", "A: ", "B: ", "one ", "two ", "zone.", "zones."].map((delta, i) => ({ type: "TEXT_MESSAGE_CONTENT", messageId: i % 2 === 0 ? b : a, delta })),
+      ...["think ", "ponder ", "A", "B"].map((delta, i) => ({ type: "REASONING_MESSAGE_CONTENT", messageId: i % 2 === 0 ? "r-a" : "r-b", delta })),
+      // A candidate's own tool call splits its text into paragraphs; the other candidate's row keeps growing.
+      { type: "TOOL_CALL_START", toolCallId: "t-a", toolCallName: "check", parentMessageId: a },
+      { type: "TOOL_CALL_END", toolCallId: "t-a" },
+      { type: "TEXT_MESSAGE_CONTENT", messageId: a, delta: "Checked." },
+      { type: "TEXT_MESSAGE_CONTENT", messageId: b, delta: " Done." },
+      { type: "TEXT_MESSAGE_END", messageId: b },
+    ];
+    for (const event of events) applyEvent(memory, run, event as never);
+    const rows = run.items.flatMap((i) => (i.kind === "text" || i.kind === "reasoning" ? [[i.kind, i.messageId, i.candidate, i.text]] : []));
+    expect(rows).toEqual([
+      ["text", "m-intro", undefined, "Comparing two plans."],
+      ["reasoning", "r-a", undefined, "think A"],
+      ["reasoning", "r-b", undefined, "ponder B"],
+      ["text", a, "candidate-evaluate-0-1", "Plan A: one zone."],
+      ["text", b, "candidate-evaluate-1-1", "Plan B: two zones. Done."],
+      ["text", a, "candidate-evaluate-0-1", "Checked."],
+    ]);
+    expect(replies(run)).toEqual([
+      { messageId: "m-intro", text: "Comparing two plans.", streaming: false },
+      { messageId: a, candidate: { id: "candidate-evaluate-0-1", label: "Plan A #1" }, text: "Plan A: one zone.\n\nChecked.", streaming: true },
+      { messageId: b, candidate: { id: "candidate-evaluate-1-1", label: "Plan B #2" }, text: "Plan B: two zones. Done.", streaming: false },
+    ]);
+    applyEvent(memory, run, { type: "RUN_FINISHED" } as never);
+    expect(replies(run).map((r) => r.streaming)).toEqual([false, false, false]);
+    // Not yet announced by a pipeline event: the message id's candidate scope still names it.
+    expect(candidateOfMessage(newThreadMemory(), "pipeline-message:p:candidate:cand-9-1")).toBe("cand-9-1");
+    expect(candidateOfMessage(newThreadMemory(), "pipeline-message:p:step:step-x-1")).toBeUndefined();
+    expect(candidateOfMessage(newThreadMemory(), "36b5a57d-message")).toBeUndefined();
+  });
+
   it("builds the pipeline tree with candidates under the step that fans out", () => {
     const memory = newThreadMemory();
     const run = newRun("run-1", "go");
@@ -399,7 +479,11 @@ describe("the console in Chromium", () => {
     expect(await run.locator("details.ev.reasoning").getAttribute("open")).toBeNull();
     expect(await run.locator(".ev.usage").textContent()).toMatch(/1746\s*in/);
     expect(await run.locator(".exec-id").count()).toBe(1);
-    expect(await page.locator("#conversation .bubble.assistant").last().textContent()).toContain("nothing was changed");
+    // One message around one tool call: one bubble in two paragraphs, two text rows beside the tool row.
+    expect(await page.locator("#conversation .bubble.assistant").count()).toBe(1);
+    expect(await page.locator("#conversation .bubble.assistant .reply-text").textContent()).toBe(NORMAL_REPLY("list the resources"));
+    expect(await run.locator(".ev").evaluateAll((rows) => rows.map((r) => r.className.split(" ")[1]))).toEqual(["reasoning", "text", "tool", "text", "usage"]);
+    expect(await run.locator(".ev.text .who").count()).toBe(0);
 
     await send("deploy the stack");
     const card = page.locator("#conversation .interrupt.permission");
@@ -466,6 +550,64 @@ describe("the console in Chromium", () => {
     expect(await lastRun().locator(".badge.good", { hasText: "pipeline completed" }).count()).toBe(1);
     await page.screenshot({ path: join(ARTIFACTS, "console-pipeline.png") });
     await page.uncheck("#pipeline");
+  });
+
+  it("keeps each candidate of the demo pipeline whole and apart in both panes, growing as it streams", async () => {
+    await page.click("#new-thread");
+    await page.check("#pipeline");
+    await page.evaluate(RECORD_CANDIDATE_TEXTS);
+    await send(PACED_PIPELINE_PROMPT);
+    await expect.poll(() => lastRun().getAttribute("data-status")).toBe("interrupt");
+
+    // Conversation: the step's text, then one bubble per candidate, side by side under its label.
+    const bubbles = page.locator("#conversation .bubble.assistant");
+    expect(await bubbles.count()).toBe(3);
+    expect(await bubbles.first().textContent()).toBe(`Understanding "${PACED_PIPELINE_PROMPT}"...`);
+    const candidateBubbles = page.locator("#conversation .candidate-replies .bubble");
+    expect(await candidateBubbles.evaluateAll((els) => els.map((el) => el.getAttribute("data-candidate")))).toEqual(Object.keys(CANDIDATE_TEXTS));
+    expect(await candidateBubbles.locator(".reply-label").allTextContents()).toEqual(Object.values(CANDIDATE_TEXTS).map(([label]) => label));
+    expect(await candidateBubbles.locator(".reply-text").allTextContents()).toEqual(Object.values(CANDIDATE_TEXTS).map(([, text]) => text));
+    const [a, b] = [await candidateBubbles.nth(0).boundingBox(), await candidateBubbles.nth(1).boundingBox()];
+    expect(a!.y).toBe(b!.y);
+    expect(b!.x).toBeGreaterThan(a!.x + a!.width - 1);
+    expect(new Set(await bubbles.evaluateAll((els) => els.map((el) => el.getAttribute("data-message-id")))).size).toBe(3);
+
+    // Timeline: one growing row per message, in the order the messages started, the candidates' labelled.
+    const rows = lastRun().locator(".ev.text");
+    expect(await rows.count()).toBe(3);
+    expect(await rows.locator(".who").allTextContents()).toEqual(Object.values(CANDIDATE_TEXTS).map(([label]) => label));
+    expect((await rows.locator(".body").allTextContents()).map((t) => t.trim())).toEqual([
+      `Understanding "${PACED_PIPELINE_PROMPT}"...`,
+      ...Object.values(CANDIDATE_TEXTS).map(([, text]) => text),
+    ]);
+
+    // While streaming, each pane showed every candidate's text growing, each value a prefix of its own whole text.
+    const seen = (await page.evaluate("window.__candidateTexts")) as Record<string, string[]>;
+    expect(Object.keys(seen).sort()).toEqual(["conversation", "timeline"].flatMap((pane) => Object.keys(CANDIDATE_TEXTS).map((id) => `${pane} ${id}`)).sort());
+    for (const [where, values] of Object.entries(seen)) {
+      const whole = CANDIDATE_TEXTS[where.split(" ")[1] as keyof typeof CANDIDATE_TEXTS][1];
+      expect(values.length, where).toBeGreaterThan(2);
+      for (const value of values) expect(whole.startsWith(value.trim()), `${where}: ${JSON.stringify(value)}`).toBe(true);
+      expect(values.at(-1)!.trim(), where).toBe(whole);
+    }
+    await mkdir(ARTIFACTS, { recursive: true });
+    await page.locator("section.left").screenshot({ path: join(ARTIFACTS, "console-candidates-conversation.png") });
+    await page.locator("section.right").screenshot({ path: join(ARTIFACTS, "console-candidates-timeline.png") });
+
+    // Picking a plan resumes; the candidates' bubbles stay as they were.
+    await page.locator("#conversation .interrupt button.choice", { hasText: "Plan B" }).click();
+    await expect.poll(() => lastRun().getAttribute("data-status")).toBe("success");
+    expect(await candidateBubbles.locator(".reply-text").allTextContents()).toEqual(Object.values(CANDIDATE_TEXTS).map(([, text]) => text));
+    expect(await bubbles.last().textContent()).toMatch(/^Deploying Plan B\./);
+
+    // A normal turn on the same thread still reads as one bubble, no candidate labels.
+    await page.uncheck("#pipeline");
+    await send("list the resources");
+    await expect.poll(() => lastRun().getAttribute("data-status")).toBe("success");
+    expect(await bubbles.last().locator(".reply-text").textContent()).toBe(NORMAL_REPLY("list the resources"));
+    expect(await bubbles.last().locator(".reply-label").count()).toBe(0);
+    expect(await lastRun().locator(".ev.text").count()).toBe(2);
+    expect(await lastRun().locator(".ev.text .who").count()).toBe(0);
   });
 
   it("shows an in-stream RUN_ERROR and a refused workspace with their codes", async () => {
