@@ -4,6 +4,7 @@ import { filter, type ObservableInput, type OperatorFunction } from "rxjs";
 import { balanceSpans } from "./balance-spans.js";
 import { commitBeforeEmit } from "./commit-before-emit.js";
 import { dedupePipeline } from "./dedupe-pipeline.js";
+import { finishCancelled } from "./finish-cancelled.js";
 import { mergeHeartbeat } from "./merge-heartbeat.js";
 import { namespaceCustom } from "./namespace-custom.js";
 import { projectA2A, type ProjectA2AOptions } from "./project-a2a.js";
@@ -13,6 +14,7 @@ import { RunError, type A2AStreamResponse, type AguiEvent, type AguiOutput, type
 export { balanceSpans } from "./balance-spans.js";
 export { commitBeforeEmit, type CommitBeforeEmitOptions } from "./commit-before-emit.js";
 export { dedupePipeline, type DedupePipelineOptions } from "./dedupe-pipeline.js";
+export { finishCancelled, type FinishCancelledOptions } from "./finish-cancelled.js";
 export { mergeHeartbeat, type MergeHeartbeatOptions } from "./merge-heartbeat.js";
 export { namespaceCustom, PIPELINE_CUSTOM_EVENT_TYPES } from "./namespace-custom.js";
 export { stripResumedText, type StripResumedTextOptions } from "./strip-resumed-text.js";
@@ -44,6 +46,8 @@ export interface AguiPipelineOptions extends ProjectA2AOptions {
    * (keep it with the execution; the interrupt's RUN_FINISHED comes after); those are never emitted.
    */
   commit?: (event: AguiEvent | TextSegmentDigest) => ObservableInput<unknown> | undefined | void;
+  /** AG-UI 1.0 consumers: a cancelled run ends RUN_FINISHED `outcome: {type: "cancelled"}` instead of RUN_ERROR CANCELLED. */
+  cancelledOutcome?: boolean;
 }
 
 /**
@@ -76,10 +80,11 @@ export function createAguiPipeline(options: AguiPipelineOptions): OperatorFuncti
         }),
       );
     }
-    const balanced = events.pipe(
+    let balanced = events.pipe(
       filter((item): item is AguiEvent => item.type !== "IAC_CODE_TEXT_SEGMENT"),
       balanceSpans<AguiEvent>(),
     );
+    if (options.cancelledOutcome) balanced = balanced.pipe(finishCancelled<AguiEvent>({ threadId: options.threadId, runId: options.runId }));
     const heartbeat = options.heartbeat ?? true;
     if (heartbeat === false) return balanced;
     return balanced.pipe(

@@ -18,6 +18,7 @@ import {
 } from "../src/demo/index.js";
 import { startGateway, type RunningGateway } from "../src/gateway.js";
 import {
+  expectValidRun,
   frame,
   ofType,
   openSse,
@@ -357,10 +358,18 @@ describe("upstream task outcomes", () => {
     expect(Object.keys(error).filter((key) => !allowed.includes(key))).toEqual([]);
   });
 
-  it("CANCELED ends with RUN_ERROR CANCELLED", async () => {
-    const { events } = await runWithHttpAgent(stack.gateway.url, stack.input({ prompt: "cancel upstream" }));
+  it("CANCELED ends with RUN_ERROR CANCELLED for a client that declares no protocolVersion", async () => {
+    const reply = await postRaw(stack.gateway.url, stack.input({ prompt: "cancel upstream" }));
+    const { events } = readSse(reply.text);
+    expectValidRun(events);
     expect(typesOf(events)).toEqual(["RUN_STARTED", "CUSTOM", "RUN_ERROR"]);
     expect(terminal(events)).toMatchObject({ code: "CANCELLED" });
+  });
+
+  it("CANCELED ends with RUN_FINISHED outcome cancelled for HttpAgent 1.0 (it declares protocolVersion 1.0)", async () => {
+    const { events } = await runWithHttpAgent(stack.gateway.url, stack.input({ prompt: "cancel upstream" }));
+    expect(typesOf(events)).toEqual(["RUN_STARTED", "CUSTOM", "RUN_FINISHED"]);
+    expect(terminal(events)).toEqual({ type: "RUN_FINISHED", threadId: expect.any(String), runId: expect.any(String), outcome: { type: "cancelled" }, timestamp: expect.any(Number) });
   });
 
   it("a stream that ends while WORKING is A2A_EXECUTION_FAILED, spans closed first", async () => {

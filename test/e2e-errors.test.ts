@@ -170,14 +170,6 @@ describe("envelope and forwardedProps (400 INVALID_INPUT naming the field)", () 
     ["state missing", () => omit("state"), "state"],
     ["forwardedProps missing", () => omit("forwardedProps"), "forwardedProps"],
     ["iacCode missing", () => stack.input({ forwardedProps: {} }), "forwardedProps.iacCode"],
-    [
-      "an unknown forwardedProps key",
-      () => {
-        const input = stack.input();
-        return { ...input, forwardedProps: { ...(input.forwardedProps as object), other: 1 } };
-      },
-      "forwardedProps.other",
-    ],
     ["schemaVersion 2", () => stack.input({ iacCode: { schemaVersion: 2 } }), "forwardedProps.iacCode.schemaVersion"],
     ['schemaVersion "1"', () => stack.input({ iacCode: { schemaVersion: "1" } }), "forwardedProps.iacCode.schemaVersion"],
     ["an unknown iacCode key", () => stack.input({ iacCode: { bogus: true } }), "forwardedProps.iacCode.bogus"],

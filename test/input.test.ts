@@ -74,6 +74,7 @@ describe("parseRunAgentInput: the seed example", () => {
         runMode: "normal",
         cleanupOnly: false,
       },
+      ignoredForwardedProps: 0,
     });
     expect("resume" in request).toBe(false);
     expect("parentRunId" in request).toBe(false);
@@ -179,14 +180,25 @@ describe("parseRunAgentInput: iacCode field errors name the field", () => {
 });
 
 describe("parseRunAgentInput: forwardedProps", () => {
-  it("requires forwardedProps with exactly iacCode", () => {
+  it("requires forwardedProps with iacCode", () => {
     expectFailure({ ...seed(), forwardedProps: undefined }, PROPS, "forwardedProps", "Required field is missing.");
     expectFailure({ ...seed(), forwardedProps: [] }, PROPS, "forwardedProps", "Expected an object.");
     expectFailure({ ...seed(), forwardedProps: {} }, PROPS, "forwardedProps.iacCode", "Required field is missing.");
     expectFailure({ ...seed(), forwardedProps: { iac_code: {} } }, PROPS, "forwardedProps.iacCode", "Required field is missing.");
+  });
+
+  it("ignores and counts top-level keys besides iacCode (CopilotKit properties), never returning them", () => {
     const extra = seed();
-    (extra["forwardedProps"] as Record<string, unknown>)["other"] = 1;
-    expectFailure(extra, PROPS, "forwardedProps.other", "Unknown field.");
+    Object.assign(extra["forwardedProps"] as Record<string, unknown>, { a2uiCatalogAvailable: true, toolChoice: "auto", command: { resume: "x" } });
+    const request = parseRunAgentInput(extra);
+    expect(request.ignoredForwardedProps).toBe(3);
+    expect(JSON.stringify(request)).not.toMatch(/a2uiCatalogAvailable|toolChoice|command/);
+  });
+
+  it("keeps rejecting unknown keys inside iacCode", () => {
+    const extra = seed();
+    ((extra["forwardedProps"] as Record<string, unknown>)["iacCode"] as Record<string, unknown>)["toolChoice"] = "auto";
+    expectFailure(extra, PROPS, "forwardedProps.iacCode.toolChoice", "Unknown field.");
   });
 
   it("requires iacCode to be an object", () => {
@@ -220,7 +232,21 @@ describe("parseRunAgentInput: the standard envelope", () => {
     expect(error.base).toBe("Client-defined tools are not supported.");
     expect(error.field).toBe("tools");
     expect(error.reason).toBeUndefined();
-    expect(error.message).toBe("Client-defined tools are not supported. tools");
+    expect(error.message).toBe('Client-defined tools are not supported. tools: "t"');
+  });
+
+  it("a refused tools list names the tools, quoted and bounded", () => {
+    const tools = [{ name: "search" }, { name: "get\nWeather" }, { description: "nameless" }, { name: "x".repeat(100) }];
+    const error = failure({ ...seed(), tools });
+    expect(error.values).toEqual(['"search"', '"get\\nWeather"', JSON.stringify(`${"x".repeat(64)}…`)]);
+    const many = failure({ ...seed(), tools: Array.from({ length: 12 }, (_, i) => ({ name: `t${i}` })) });
+    expect(many.values).toHaveLength(11);
+    expect(many.values?.at(-1)).toBe("… (12 tools)");
+  });
+
+  it("reads protocolVersion when declared", () => {
+    expect(parseRunAgentInput({ ...seed(), protocolVersion: "1.0" }).protocolVersion).toBe("1.0");
+    expect("protocolVersion" in parseRunAgentInput(seed())).toBe(false);
   });
 
   it("requires context to be an array", () => {

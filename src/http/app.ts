@@ -14,9 +14,10 @@ import { INPUT_ERROR_BASES, InputError, latestUserMessage, parseRunAgentInput, p
 import { buildUserParts } from "../runs/parts.js";
 import { runDigest, type RunService } from "../runs/service.js";
 import { CANCEL_BODY, RUN_BODY, parseJsonObject, readBody } from "./body.js";
-import { HttpError, httpErrors, invalidInput } from "./errors.js";
+import { HttpError, fromAdmission, httpErrors, invalidInput } from "./errors.js";
 import type { StreamSelfCheck } from "./self-check.js";
 import { acceptsProto, writeSse } from "./sse.js";
+import { agentCapabilities } from "./capabilities.js";
 import { metricsText, type GatewayMetrics } from "../ops/metrics.js";
 
 export const MAX_REQUEST_BYTES = 12 * 1024 * 1024;
@@ -44,6 +45,7 @@ const ROUTES: Record<string, string[]> = {
   "/": ["POST"],
   "/health": ["GET", "HEAD"],
   "/metrics": ["GET"],
+  "/capabilities": ["GET"],
 };
 const CANCEL_PATH = /^\/extensions\/iac-code\/v1\/executions\/[^/]+\/(cancel|subscribe)$/;
 
@@ -59,6 +61,12 @@ export function createApp(options: AppOptions): Koa<State> {
       executionKernel: "a2a-1.0",
       serverVersion: options.serverVersion,
     };
+  });
+
+  // Behind the same auth as `/`: it describes the agent that route serves.
+  const capabilities = agentCapabilities(options.serverVersion);
+  router.get("/capabilities", requireAuth(options.authToken), (ctx) => {
+    ctx.body = capabilities;
   });
 
   const metrics = options.metrics;
@@ -153,6 +161,7 @@ export function createApp(options: AppOptions): Koa<State> {
 async function admitRun(options: AppOptions, body: Record<string, unknown>, language: Language) {
   try {
     const request = parseRunAgentInput(body);
+    if (request.ignoredForwardedProps > 0) options.metrics?.forwardedPropsIgnored.inc(request.ignoredForwardedProps);
     const cwd = await resolveCwd(request.iacCode.cwd, options.allowedRoots);
     let parts: ReturnType<typeof buildUserParts> = [];
     let messageId = `agui-resume-${request.runId}`;
@@ -166,7 +175,7 @@ async function admitRun(options: AppOptions, body: Record<string, unknown>, lang
     return await options.runs.admit(request, runDigest(body), cwd, parts, messageId, runLanguage);
   } catch (error) {
     if (error instanceof InputError) throw invalidInput(error);
-    if (error instanceof AdmissionError) throw new HttpError(error.status, error.code, error.english);
+    if (error instanceof AdmissionError) throw fromAdmission(error);
     throw error;
   }
 }
@@ -178,7 +187,7 @@ function errorEnvelope(logger: Logger) {
     } catch (error) {
       let http: HttpError;
       if (error instanceof HttpError) http = error;
-      else if (error instanceof AdmissionError) http = new HttpError(error.status, error.code, error.english);
+      else if (error instanceof AdmissionError) http = fromAdmission(error);
       else if (error instanceof RunError) http = new HttpError(error.code === "STATE_PERSISTENCE_FAILED" ? 503 : 502, error.code, error.message);
       else {
         logger.error({ err: error, path: ctx.path }, "unexpected error");

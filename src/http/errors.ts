@@ -1,5 +1,6 @@
 // The pre-SSE error envelope {"error":{"code","message"}}: English texts are localized at the edge.
 import { translate, type Language } from "../i18n/index.js";
+import type { AdmissionError } from "../runs/errors.js";
 import type { InputError } from "../runs/input.js";
 
 export class HttpError extends Error {
@@ -8,7 +9,9 @@ export class HttpError extends Error {
     readonly code: string,
     readonly english: string,
     /** Appended after the localized text: the failing field and why (both localized where known). */
-    readonly detail?: { field: string; reason?: string },
+    readonly detail?: { field: string; reason?: string; values?: readonly string[] },
+    /** Machine-readable fields added to the envelope's `error` (RESUME_REQUIRED's pending interrupts). */
+    readonly extra?: Readonly<Record<string, unknown>>,
   ) {
     super(english);
     this.name = "HttpError";
@@ -17,12 +20,13 @@ export class HttpError extends Error {
   localized(language: Language): string {
     const head = translate(language, this.english);
     if (!this.detail) return head;
-    const reason = this.detail.reason === undefined ? "" : `: ${translate(language, this.detail.reason)}`;
+    const values = this.detail.values?.length ? `: ${this.detail.values.join(", ")}` : "";
+    const reason = this.detail.reason === undefined ? values : `: ${translate(language, this.detail.reason)}`;
     return `${head} ${this.detail.field}${reason}`;
   }
 
   envelope(language: Language): { error: { code: string; message: string } } {
-    return { error: { code: this.code, message: this.localized(language) } };
+    return { error: { code: this.code, message: this.localized(language), ...this.extra } };
   }
 }
 
@@ -31,8 +35,15 @@ export function invalidInput(error: InputError): HttpError {
     400,
     "INVALID_INPUT",
     error.base,
-    error.field === undefined ? undefined : { field: error.field, ...(error.reason !== undefined && { reason: error.reason }) },
+    error.field === undefined
+      ? undefined
+      : { field: error.field, ...(error.reason !== undefined && { reason: error.reason }), ...(error.values !== undefined && { values: error.values }) },
   );
+}
+
+/** A refusal of the run service, with the pending interrupts when it names them (RESUME_REQUIRED). */
+export function fromAdmission(error: AdmissionError): HttpError {
+  return new HttpError(error.status, error.code, error.english, undefined, error.interrupts && { interrupts: error.interrupts });
 }
 
 export const httpErrors = {

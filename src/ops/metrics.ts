@@ -6,7 +6,7 @@ export interface GatewayMetrics {
   registry: Registry;
   /** Open SSE responses. */
   activeStreams: Gauge;
-  /** outcome: success | interrupt | error | disconnected; code: the RUN_ERROR code, or "". */
+  /** outcome: success | interrupt | cancelled | error | disconnected; code: the RUN_ERROR code, or "". */
   runs: Counter<"outcome" | "code">;
   /** AG-UI events written, by type (HEARTBEAT included). */
   eventsOut: Counter<"type">;
@@ -18,9 +18,11 @@ export interface GatewayMetrics {
   interruptsPending: Gauge;
   /** Self-check failures on outgoing streams; kind: schema | order. */
   validationViolations: Counter<"kind">;
+  /** Top-level forwardedProps keys besides iacCode, ignored (apps share `properties` among agents). */
+  forwardedPropsIgnored: Counter;
 }
 
-export type RunOutcome = "success" | "interrupt" | "error" | "disconnected";
+export type RunOutcome = "success" | "interrupt" | "cancelled" | "error" | "disconnected";
 
 const PREFIX = "agui_gateway_";
 
@@ -34,7 +36,7 @@ export function createMetrics(): GatewayMetrics {
     activeStreams: new Gauge({ name: `${PREFIX}active_streams`, help: "Open AG-UI SSE responses.", registers }),
     runs: new Counter({
       name: `${PREFIX}runs_total`,
-      help: "Runs that ended, by outcome (success, interrupt, error, disconnected) and RUN_ERROR code.",
+      help: "Runs that ended, by outcome (success, interrupt, cancelled, error, disconnected) and RUN_ERROR code.",
       labelNames: ["outcome", "code"] as const,
       registers,
     }),
@@ -69,6 +71,11 @@ export function createMetrics(): GatewayMetrics {
       labelNames: ["kind"] as const,
       registers,
     }),
+    forwardedPropsIgnored: new Counter({
+      name: `${PREFIX}forwarded_props_ignored_total`,
+      help: "Top-level forwardedProps keys other than iacCode, ignored: never sent to A2A, stored or logged.",
+      registers,
+    }),
   };
 }
 
@@ -88,7 +95,8 @@ export function runOutcomeOf(terminal: { type: string; code?: unknown; outcome?:
   if (terminal === undefined) return { outcome: "disconnected", code: "" };
   if (terminal.type === "RUN_ERROR") return { outcome: "error", code: typeof terminal.code === "string" ? terminal.code : "" };
   const outcome = terminal.outcome as { type?: unknown } | undefined;
-  return { outcome: outcome?.type === "interrupt" ? "interrupt" : "success", code: "" };
+  if (outcome?.type === "interrupt") return { outcome: "interrupt", code: "" };
+  return { outcome: outcome?.type === "cancelled" ? "cancelled" : "success", code: "" };
 }
 
 /** Counts one ended run. */

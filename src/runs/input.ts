@@ -57,9 +57,11 @@ export class InputError extends Error {
     readonly base: InputErrorBase,
     readonly field?: string,
     readonly reason?: InputErrorReason,
+    /** Client values the message names, already quoted (the refused tools); never translated. */
+    readonly values?: readonly string[],
   ) {
     // A field without a reason happens when the base text already says what is wrong (cwd, tools).
-    super(base + (field ? ` ${field}` + (reason ? `: ${reason}` : "") : ""));
+    super(base + (field ? ` ${field}` + (reason ? `: ${reason}` : values?.length ? `: ${values.join(", ")}` : "") : ""));
     this.name = "InputError";
   }
 }
@@ -80,9 +82,13 @@ export interface RunRequest {
   threadId: string;
   runId: string;
   parentRunId?: string;
+  /** The AG-UI version the consumer declared ("1.0" from @ag-ui/client 1.0), if any. */
+  protocolVersion?: string;
   messages: AguiMessage[];
   resume?: ResumeEntry[];
   iacCode: IacCodeProps;
+  /** How many top-level forwardedProps keys besides iacCode were ignored (counted, never kept). */
+  ignoredForwardedProps: number;
 }
 
 // --- schemas: every leaf carries its catalog reason as the zod message ---------------------------
@@ -160,7 +166,9 @@ const envelopeSchema = looseObj({
   messages: z.array(messageSchema, { error: R.array }),
   tools: z.array(z.unknown(), { error: R.array }).refine((tools) => tools.length === 0, { error: B.clientTools }),
   context: z.array(z.unknown(), { error: R.array }),
-  forwardedProps: strictObj({ iacCode: iacCodeSchema }),
+  // Open at the top level: an app shares one `properties` object among its agents (CopilotKit adds
+  // a2uiCatalogAvailable, toolChoice, command, …). Only iacCode is ours, and it stays strict.
+  forwardedProps: looseObj({ iacCode: iacCodeSchema }),
   resume: z.array(resumeEntrySchema, { error: R.array }).nullish(),
 });
 
@@ -171,7 +179,7 @@ function issueToError(issue: z.core.$ZodIssue): InputError {
     return new InputError(base, [...path, issue.keys[0] ?? ""].join("."), R.unknownField);
   }
   const field = path.join(".");
-  if (issue.message === B.clientTools) return new InputError(B.clientTools, field);
+  if (issue.message === B.clientTools) return new InputError(B.clientTools, field, undefined, toolNames(issue.input));
   // Issues carry `input` (reportInput); JSON has no undefined, so undefined means the key is absent.
   if (issue.input === undefined) return new InputError(base, field, R.missing);
   const reason = REASON_TEXTS.has(issue.message) ? (issue.message as InputErrorReason) : R.invalid;
@@ -192,8 +200,10 @@ export function parseRunAgentInput(body: Record<string, unknown>): RunRequest {
     // Messages are passed on as the client sent them; only their envelope shape was checked.
     messages: body["messages"] as AguiMessage[],
     iacCode: data.forwardedProps.iacCode,
+    ignoredForwardedProps: Object.keys(data.forwardedProps).filter((key) => key !== "iacCode").length,
   };
   if (typeof data.parentRunId === "string") request.parentRunId = data.parentRunId;
+  if (typeof data.protocolVersion === "string") request.protocolVersion = data.protocolVersion;
   if (data.resume) {
     request.resume = data.resume.map((entry) => {
       const out: ResumeEntry = { interruptId: entry.interruptId, status: entry.status };
@@ -221,6 +231,18 @@ export function latestUserMessage(messages: readonly AguiMessage[]): AguiUserMes
     if (message?.role === "user") return message;
   }
   return undefined;
+}
+
+const MAX_LISTED_TOOLS = 10;
+const MAX_TOOL_NAME = 64;
+
+/** The names of refused client tools, JSON-quoted (control characters escaped) and bounded in count and length. */
+function toolNames(tools: unknown): string[] {
+  if (!Array.isArray(tools)) return [];
+  const names = tools.flatMap((tool) => (isPlainObject(tool) && typeof tool["name"] === "string" ? [tool["name"]] : []));
+  const listed = names.slice(0, MAX_LISTED_TOOLS).map((name) => JSON.stringify(name.length > MAX_TOOL_NAME ? `${name.slice(0, MAX_TOOL_NAME)}…` : name));
+  if (names.length > MAX_LISTED_TOOLS) listed.push(`… (${names.length} tools)`);
+  return listed;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

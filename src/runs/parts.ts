@@ -6,7 +6,7 @@ import { type AguiMessage, INPUT_ERROR_BASES as B, INPUT_ERROR_REASONS as R, Inp
 export const MAX_IMAGE_BYTES = 8 * 1024 * 1024;
 export const MAX_TOTAL_IMAGE_BYTES = 10 * 1024 * 1024;
 
-const IMAGE_MEDIA_TYPES: ReadonlySet<string> = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
+export const IMAGE_MEDIA_TYPES: ReadonlySet<string> = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
 const REMOTE_SOURCE_TYPES: ReadonlySet<string> = new Set(["url", "file"]);
 
 // Padding may only close the last quartet; with length % 4 == 0 this is exactly strict base64.

@@ -36,6 +36,7 @@ import { AdmissionError, admission } from "./errors.js";
 import type { RunRequest } from "./input.js";
 import { recordRun, timeResult, type GatewayMetrics } from "../ops/metrics.js";
 import { KeyedLock } from "./keyed-lock.js";
+import { declaresAgui1 } from "./protocol.js";
 import { encodeAnswer, interruptsOf, planResume, type PlannedAnswer } from "./resume.js";
 
 export interface RunServiceOptions {
@@ -56,7 +57,8 @@ export interface RunTicket {
   readonly request: RunRequest;
   readonly record: ThreadRecord;
   readonly language: Language;
-  readonly kind: "turn" | "resume";
+  /** "reshow": an AG-UI 1.0 turn while interrupts are pending, answered with those interrupts again. */
+  readonly kind: "turn" | "resume" | "reshow";
   readonly parts: A2APart[];
   readonly messageId: string;
   readonly startedAt: number;
@@ -117,6 +119,7 @@ export class RunService {
       if (!this.accepting) throw admission.shuttingDown();
       const { threadId, runId, iacCode } = request;
       const isResume = request.resume !== undefined;
+      let kind: RunTicket["kind"] = isResume ? "resume" : "turn";
       let record = await this.loadThread(threadId);
       const before = record ? structuredClone(record) : undefined;
       if (!record) {
@@ -124,7 +127,9 @@ export class RunService {
         record = newThreadRecord(threadId, cwd, iacCode.userId ?? null, iacCode.rosInvocationId, this.newExecutionId());
       } else {
         const seen = Object.hasOwn(record.runDigests, runId) ? record.runDigests[runId] : undefined;
-        if (seen !== undefined) throw seen === digest ? admission.duplicateRunId() : admission.runIdConflict();
+        if (seen !== undefined && !(isResume && seen !== digest && resumesUnderInterruptedRun(record, runId))) {
+          throw seen === digest ? admission.duplicateRunId() : admission.runIdConflict();
+        }
         if (this.activeRuns.has(threadId)) throw admission.threadBusy();
         if (record.cwd !== cwd || record.userId !== (iacCode.userId ?? null)) throw admission.bindingConflict();
         if (!isResume && allExpired(record, Date.now())) {
@@ -136,17 +141,24 @@ export class RunService {
         if (isResume) {
           if (record.execution.rosInvocationId !== iacCode.rosInvocationId) throw admission.resumeMismatch();
         } else if (pending) {
-          throw admission.resumeRequired();
+          // AG-UI 1.0 lets a producer end a run with the interrupt outcome again: a client that lost its
+          // interrupts (a reload, a restarted CopilotKit runtime) can show them. The text is not sent.
+          if (!declaresAgui1(request.protocolVersion) || record.execution.taskId === null) {
+            throw admission.resumeRequired(interruptsOf(record.execution.pending, (english, lang) => translate(normalizeLanguage(lang) ?? language, english)));
+          }
+          kind = "reshow";
         } else {
           rotateExecution(record, iacCode.rosInvocationId, this.newExecutionId());
         }
       }
       record.runDigests[runId] = digest;
+      // Admitted once: the next interrupt names its own run.
+      delete record.execution.interruptedRunId;
       const ticket: RunTicket = {
         request,
         record,
         language,
-        kind: isResume ? "resume" : "turn",
+        kind,
         parts,
         messageId,
         startedAt: Date.now(),
@@ -181,12 +193,14 @@ export class RunService {
     const { request, record, language } = ticket;
     const execution = record.execution;
     const staged: { inputs: RequiredInput[]; interrupts: Interrupt[] } = { inputs: [], interrupts: [] };
-    const resume = ticket.kind === "resume";
+    // A re-shown interrupt is projected like a resume that announces its pending set.
+    const resume = ticket.kind !== "turn";
     const translateFor = (english: string, lang?: string) => translate(normalizeLanguage(lang) ?? language, english);
     // While a durable write is in flight the upstream is not read either: frames would only queue up.
     let committing: Promise<void> | undefined;
     const gate: FlowGate = { ready: () => committing ?? flow.ready() };
-    const frames = resume ? this.resumeFrames(ticket, gate) : this.turnFrames(ticket, gate);
+    const frames =
+      ticket.kind === "reshow" ? of(pendingFrame(record)) : resume ? this.resumeFrames(ticket, gate) : this.turnFrames(ticket, gate);
     return frames.pipe(
       createAguiPipeline({
         threadId: request.threadId,
@@ -212,6 +226,7 @@ export class RunService {
         heartbeat: { intervalMs: this.options.heartbeatMs },
         language,
         translate: translateFor,
+        cancelledOutcome: declaresAgui1(request.protocolVersion),
         observer: {
           taskId: (taskId) => {
             execution.taskId = taskId;
@@ -484,6 +499,7 @@ export class RunService {
     if (event.type === EventType.RUN_FINISHED && (event as { outcome?: { type: string } }).outcome?.type === "interrupt") {
       // Marked before the write, so a client that drops now does not cancel a run that is parking.
       ticket.interrupted = true;
+      record.execution.interruptedRunId = ticket.request.runId;
       for (const [i, input] of staged.inputs.entries()) {
         const expiresAt = staged.interrupts[i]?.expiresAt;
         record.execution.pending[input.value.inputId] = {
@@ -723,6 +739,11 @@ function abandonsTask(terminal: AguiEvent | undefined): boolean {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** A resume reusing the id of the run that ended at the thread's pending interrupts (DESIGN: more lenient, 2). */
+function resumesUnderInterruptedRun(record: ThreadRecord, runId: string): boolean {
+  return record.execution.interruptedRunId === runId && Object.keys(record.execution.pending).length > 0;
 }
 
 function allExpired(record: ThreadRecord, now: number): boolean {

@@ -21,6 +21,11 @@ export interface ExecutionRecord {
   pending: Record<string, PendingEntry>;
   /** SHA-256 hex digests of text segments this execution showed (reference-adapter §5.4); never the text. */
   textSnapshotDigests?: string[];
+  /**
+   * The run that ended at the pending interrupts: one resume may reuse its id (CopilotKit's useInterrupt
+   * pins it). Cleared when a run is admitted; set again by the next interrupt.
+   */
+  interruptedRunId?: string;
 }
 
 export interface AppliedResumeDigest {

@@ -45,6 +45,7 @@ const storedExecution = z.strictObject({
   pipelineSequence: z.int().nonnegative(),
   pipelineOpenSteps: z.array(nonEmptyString),
   pending,
+  interruptedRunId: nonEmptyString.optional(),
   textSnapshotDigests: z.array(digest).optional(),
 });
 
