@@ -12,6 +12,8 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 20_000,
     pool: "forks",
+    // @copilotkit/react-core's entry imports its stylesheet: run it through vite (CSS becomes an empty module).
+    server: { deps: { inline: [/@copilotkit\/react-core/] } },
     projects: [
       {
         extends: true,
