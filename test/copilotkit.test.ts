@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { JsonObject } from "../operators/types.js";
 import { connectClient, expectValidTraffic, finishedOf, startCopilotRuntime, type CopilotRuntimeServer } from "./helpers/copilotkit.js";
+import { postCancel } from "./helpers/durable.js";
 import { frame, scriptByPrompt, slowTurn, startStack, type Stack } from "./helpers/e2e.js";
 import type { ScriptedA2AServer } from "../src/demo/index.js";
 
@@ -104,6 +105,23 @@ describe("CopilotKit chat turns", () => {
     expect(textOf(next)).toBe("Quick answer.");
     expect(runtime.exchanges.at(-1)!.body["threadId"]).toBe(stopped.body["threadId"]);
     await expectValidTraffic(runtime, client);
+  });
+
+  it("stopped by the cancel extension (another tab, an operator): the page's run ends without an error, the next turn works", async () => {
+    const client = await connectClient(runtime.url, "iac");
+    const running = client.send("stream slowly");
+    const sessionEvent = () => client.events.find((e) => e.type === "CUSTOM" && (e as unknown as { name: string }).name === "iac-code.session.v1");
+    for (let i = 0; i < 200 && !(sessionEvent() && client.events.some((e) => e.type === "TEXT_MESSAGE_CONTENT")); i++) await new Promise((r) => setTimeout(r, 25));
+    const session = (sessionEvent() as unknown as { value: { executionId: string; rosInvocationId: string } }).value;
+    const cancelled = await postCancel(stack.gateway.url, session.executionId, { threadId: client.agent.threadId, rosInvocationId: session.rosInvocationId });
+    expect(cancelled.json).toMatchObject({ status: "cancelled" });
+    await running;
+    // The runtime's HttpAgent declares AG-UI 1.0: the gateway ends the run RUN_FINISHED cancelled, spans closed first.
+    const streams = await expectValidTraffic(runtime, client);
+    expect(streams.at(-1)!.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "cancelled" } });
+    expect(client.errors).toEqual([]);
+    const next = await client.send("answer quickly");
+    expect(finishedOf(next).outcome?.type).toBe("success");
   });
 });
 

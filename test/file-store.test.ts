@@ -350,6 +350,17 @@ describe("FileThreadStore fails closed on reads", () => {
     expect(() => assertStorable(withText)).toThrow(/textSnapshotDigests/);
   });
 
+  it("keeps the interrupted run's id (a resume may reuse it once) and refuses an empty one", async () => {
+    const parked = record("parked");
+    parked.execution.interruptedRunId = "run-1";
+    await newStore().save(parked);
+    expect((await newStore().load("parked"))?.execution.interruptedRunId).toBe("run-1");
+    const document = documentOf(parked);
+    document.execution.interruptedRunId = "";
+    expect(() => parseThreadRecord(document, "parked")).toThrow(/execution\.interruptedRunId/);
+    expect(() => assertStorable({ ...parked, execution: { ...parked.execution, interruptedRunId: "" } })).toThrow(/interruptedRunId/);
+  });
+
   it("parseThreadRecord reports a short reason", () => {
     const document = documentOf(record("t"));
     document.execution.pipelineSequence = true;

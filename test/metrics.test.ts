@@ -14,6 +14,7 @@ describe("gateway metrics", () => {
       "state_write_latency_seconds",
       "interrupts_pending",
       "validation_violations_total",
+      "forwarded_props_ignored_total",
     ]) {
       expect(body).toMatch(new RegExp(`^# HELP agui_gateway_${name} \\S`, "m"));
     }
@@ -60,6 +61,7 @@ describe("gateway metrics", () => {
     expect(runOutcomeOf({ type: "RUN_ERROR", code: "CANCELLED" })).toEqual({ outcome: "error", code: "CANCELLED" });
     expect(runOutcomeOf({ type: "RUN_FINISHED", outcome: { type: "interrupt", interrupts: [] } })).toEqual({ outcome: "interrupt", code: "" });
     expect(runOutcomeOf({ type: "RUN_FINISHED" })).toEqual({ outcome: "success", code: "" });
+    expect(runOutcomeOf({ type: "RUN_FINISHED", outcome: { type: "cancelled" } })).toEqual({ outcome: "cancelled", code: "" });
     const m = createMetrics();
     recordRun(m, { type: "RUN_FINISHED", outcome: { type: "interrupt" } });
     recordRun(m, undefined);
