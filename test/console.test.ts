@@ -526,7 +526,7 @@ describe("the console in Chromium", () => {
     expect(await lastRun().getAttribute("data-status")).toBe("cancelled");
     // The console's HttpAgent 1.0 declares protocolVersion 1.0: the run ends RUN_FINISHED cancelled, not RUN_ERROR CANCELLED.
     expect(await lastRun().locator(".error-card").count()).toBe(0);
-    expect(await lastRun().locator(".note").allTextContents()).toContain("The run was cancelled.");
+    expect(await page.locator(".note").allTextContents()).toContain("The run was cancelled.");
     expect((await lastRun().locator(".ev.text").allTextContents()).join("")).not.toContain("tick 399");
     expect(await page.isEnabled("#send")).toBe(true);
   });
