@@ -3,7 +3,8 @@
 // nothing for items that need no write (the synchronous fast path) or an ObservableInput that completes
 // once the write is durable; later items wait behind it, in order. A failed write replaces the item with
 // `onFailure(error, item)` and nothing after it is passed on.
-import { Observable, from, type ObservableInput, type OperatorFunction, type Subscription } from "rxjs";
+import { from, type ObservableInput, type OperatorFunction, type Subscription } from "rxjs";
+import { operate, operatorObserver } from "./lib/operate.js";
 
 export interface CommitBeforeEmitOptions<T, F> {
   commit: (item: T) => ObservableInput<unknown> | undefined | void;
@@ -11,8 +12,7 @@ export interface CommitBeforeEmitOptions<T, F> {
 }
 
 export function commitBeforeEmit<T, F>(options: CommitBeforeEmitOptions<T, F>): OperatorFunction<T, T | F> {
-  return (source) =>
-    new Observable<T | F>((subscriber) => {
+  return operate<T, T | F>((source, subscriber) => {
       // A queue read from `head` (shift() would make draining a long backlog quadratic).
       let queue: T[] = [];
       let head = 0;
@@ -69,7 +69,7 @@ export function commitBeforeEmit<T, F>(options: CommitBeforeEmitOptions<T, F>): 
         subscriber.complete();
       };
 
-      const upstream = source.subscribe({
+      const upstream = source.subscribe(operatorObserver(subscriber, {
         next: (item) => {
           if (failed) return;
           if (!writing && queued() === 0) {
@@ -94,7 +94,7 @@ export function commitBeforeEmit<T, F>(options: CommitBeforeEmitOptions<T, F>): 
           sourceDone = true;
           drain();
         },
-      });
+      }));
       return () => {
         writing?.unsubscribe();
         upstream.unsubscribe();

@@ -3,8 +3,10 @@
 // without an id. Sequences have gaps (coalesced deltas) and terminal acks arrive out of order, so an
 // envelope with a new id is kept even below the highest sequence seen — the reference drops it and loses
 // the late handoff frame.
-import { Observable, type OperatorFunction } from "rxjs";
+import type { OperatorFunction } from "rxjs";
+import { unprocessableFrame } from "./lib/a2a-read.js";
 import { isObject, toCount } from "./lib/json.js";
+import { operate, operatorObserver } from "./lib/operate.js";
 import type { A2AStreamResponse, JsonObject } from "./types.js";
 
 export interface DedupePipelineOptions {
@@ -13,8 +15,7 @@ export interface DedupePipelineOptions {
 }
 
 export function dedupePipeline(options: DedupePipelineOptions = {}): OperatorFunction<A2AStreamResponse, A2AStreamResponse> {
-  return (source) =>
-    new Observable<A2AStreamResponse>((subscriber) => {
+  return operate<A2AStreamResponse, A2AStreamResponse>((source, subscriber) => {
       const seen = new Set<string>();
       let last = options.afterSequence ?? 0;
 
@@ -32,7 +33,7 @@ export function dedupePipeline(options: DedupePipelineOptions = {}): OperatorFun
         return true;
       };
 
-      return source.subscribe({
+      return source.subscribe(operatorObserver(subscriber, {
         next: (frame) => {
           const iac = iacCodeOf(frame);
           if (!iac || (iac.pipeline === undefined && iac.pipelineBatch === undefined)) return subscriber.next(frame);
@@ -51,24 +52,30 @@ export function dedupePipeline(options: DedupePipelineOptions = {}): OperatorFun
           }
           subscriber.next(changed ? withIacCode(frame, changed) : frame);
         },
-        error: (e) => subscriber.error(e),
-        complete: () => subscriber.complete(),
-      });
+      }, unprocessableFrame));
     });
 }
 
-function payloadOf(frame: A2AStreamResponse): { metadata?: JsonObject } {
-  const f = frame as Record<string, { metadata?: JsonObject }>;
-  return (f.statusUpdate ?? f.task ?? f.artifactUpdate ?? f.message)!;
+const PAYLOAD_KEYS = ["statusUpdate", "task", "artifactUpdate", "message"] as const;
+
+/** The frame's payload and the key it sits under (the oneof member), whatever other keys the frame has. */
+function payloadOf(frame: A2AStreamResponse): [string, { metadata?: JsonObject }] | undefined {
+  const f = frame as Record<string, unknown>;
+  for (const key of PAYLOAD_KEYS) {
+    const payload = f[key];
+    if (isObject(payload)) return [key, payload as { metadata?: JsonObject }];
+  }
+  return undefined;
 }
 
 function iacCodeOf(frame: A2AStreamResponse): JsonObject | undefined {
-  const iac = payloadOf(frame)?.metadata?.iac_code;
+  const meta = payloadOf(frame)?.[1].metadata;
+  const iac = isObject(meta) ? meta.iac_code : undefined;
   return isObject(iac) ? iac : undefined;
 }
 
 /** A copy of the frame with another iac_code object; the original frame is never mutated. */
 function withIacCode(frame: A2AStreamResponse, iac: JsonObject): A2AStreamResponse {
-  const [key, payload] = Object.entries(frame)[0] as [string, { metadata?: JsonObject }];
+  const [key, payload] = payloadOf(frame)!;
   return { [key]: { ...payload, metadata: { ...payload.metadata, iac_code: iac } } } as unknown as A2AStreamResponse;
 }

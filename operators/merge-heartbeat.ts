@@ -1,7 +1,8 @@
 // Interleaves a HEARTBEAT marker after `intervalMs` without output (the seeds: 15 s), so proxies keep an
 // idle SSE connection open while the kernel waits on a model or a tool. The timer restarts after every
 // event and every heartbeat; time comes from the injected scheduler so marbles can drive it.
-import { Observable, asyncScheduler, type OperatorFunction, type SchedulerAction, type SchedulerLike, type Subscription } from "rxjs";
+import { asyncScheduler, type OperatorFunction, type SchedulerAction, type SchedulerLike, type Subscription } from "rxjs";
+import { operate, operatorObserver } from "./lib/operate.js";
 import { HEARTBEAT, type Heartbeat } from "./types.js";
 
 export interface MergeHeartbeatOptions {
@@ -12,8 +13,7 @@ export interface MergeHeartbeatOptions {
 export function mergeHeartbeat<T>(options: MergeHeartbeatOptions = {}): OperatorFunction<T, T | Heartbeat> {
   const intervalMs = options.intervalMs ?? 15_000;
   const scheduler = options.scheduler ?? asyncScheduler;
-  return (source) =>
-    new Observable<T | Heartbeat>((subscriber) => {
+  return operate<T, T | Heartbeat>((source, subscriber) => {
       let lastOutput = scheduler.now();
       // One scheduled action per stream, rescheduled from inside itself: rxjs then keeps the same action
       // and, while the delay stays the same (an idle stream), the same timer — a heartbeat allocates nothing.
@@ -27,14 +27,14 @@ export function mergeHeartbeat<T>(options: MergeHeartbeatOptions = {}): Operator
           this.schedule(undefined, intervalMs - idle);
         }
       }, intervalMs);
-      const upstream = source.subscribe({
-        next: (value) => {
-          lastOutput = scheduler.now();
-          subscriber.next(value);
-        },
-        error: (e) => subscriber.error(e),
-        complete: () => subscriber.complete(),
-      });
+      const upstream = source.subscribe(
+        operatorObserver(subscriber, {
+          next: (value) => {
+            lastOutput = scheduler.now();
+            subscriber.next(value);
+          },
+        }),
+      );
       return () => {
         timer.unsubscribe();
         upstream.unsubscribe();

@@ -2,7 +2,8 @@
 // the product documents (seeds §iac-code.pipeline.v1); everything with a standard AG-UI mapping
 // (text_delta, thinking_delta, tool_*, usage, step lifecycle) is already projected and is not repeated.
 import { EventType } from "@ag-ui/core";
-import { Observable, type OperatorFunction } from "rxjs";
+import type { OperatorFunction } from "rxjs";
+import { operate, operatorObserver } from "./lib/operate.js";
 import type { AguiEvent, IacCodeSignal } from "./types.js";
 
 export const PIPELINE_CUSTOM_EVENT_TYPES: ReadonlySet<string> = new Set([
@@ -18,9 +19,9 @@ export const PIPELINE_CUSTOM_EVENT_TYPES: ReadonlySet<string> = new Set([
 ]);
 
 export function namespaceCustom<T extends { type: string }>(): OperatorFunction<T | IacCodeSignal, Exclude<T, IacCodeSignal> | AguiEvent> {
-  return (source) =>
-    new Observable((subscriber) =>
-      source.subscribe({
+  return operate<T | IacCodeSignal, Exclude<T, IacCodeSignal> | AguiEvent>((source, subscriber) =>
+    source.subscribe(
+      operatorObserver(subscriber, {
         next: (item) => {
           if (item.type !== "IAC_CODE_SIGNAL") return subscriber.next(item as Exclude<T, IacCodeSignal>);
           const signal = item as IacCodeSignal;
@@ -32,8 +33,7 @@ export function namespaceCustom<T extends { type: string }>(): OperatorFunction<
             timestamp: signal.timestamp,
           } as AguiEvent);
         },
-        error: (e) => subscriber.error(e),
-        complete: () => subscriber.complete(),
       }),
-    );
+    ),
+  );
 }

@@ -4,7 +4,7 @@
 // Besides the kernel's keys, `metadata.iac_code.pipelineSnapshot` (the body of the kernel's
 // /iac-code/pipeline/state, put there by the edge before a resume) becomes an ACTIVITY_SNAPSHOT.
 import { EventType, type Interrupt, type TokenUsage } from "@ag-ui/core";
-import { Observable, asyncScheduler, type OperatorFunction, type SchedulerLike } from "rxjs";
+import { asyncScheduler, type OperatorFunction, type SchedulerLike } from "rxjs";
 import {
   FAILED_STATES,
   iacCodeOf,
@@ -14,9 +14,11 @@ import {
   sessionIdOf,
   taskIdOf,
   textOfMessage,
+  unprocessableFrame,
 } from "./lib/a2a-read.js";
 import { buildInterrupt, requiredInputs, type RequiredInput, type Translate } from "./lib/interrupts.js";
-import { canonicalJson, isObject, toCount } from "./lib/json.js";
+import { addCounts, canonicalJson, isObject, toCount } from "./lib/json.js";
+import { operate, operatorObserver } from "./lib/operate.js";
 import {
   RunError,
   type A2AMessage,
@@ -106,8 +108,7 @@ export function projectA2A(options: ProjectA2AOptions): OperatorFunction<A2AStre
   const translate = options.translate ?? identity;
   const historyFallback = options.historyFallback ?? true;
 
-  return (source) =>
-    new Observable<ProjectedItem>((subscriber) => {
+  return operate<A2AStreamResponse, ProjectedItem>((source, subscriber) => {
       const { threadId, runId, observer } = options;
       const session = options.session;
       const appliedIds = new Set(options.appliedInputIds ?? []);
@@ -274,10 +275,11 @@ export function projectA2A(options: ProjectA2AOptions): OperatorFunction<A2AStre
           if (model !== undefined) entry.model = model;
           usage.set(key, entry);
         }
-        entry.inputTokens += toCount(u.inputTokens) ?? 0;
-        entry.outputTokens += toCount(u.outputTokens) ?? 0;
-        entry.totalTokens += toCount(u.totalTokens) ?? 0;
-        entry.cachedInputTokens += toCount(u.cachedInputTokens) ?? 0;
+        // Saturating sums: a kernel reporting 1e308 tokens twice must not turn usage into Infinity (null on the wire).
+        entry.inputTokens = addCounts(entry.inputTokens, toCount(u.inputTokens));
+        entry.outputTokens = addCounts(entry.outputTokens, toCount(u.outputTokens));
+        entry.totalTokens = addCounts(entry.totalTokens, toCount(u.totalTokens));
+        entry.cachedInputTokens = addCounts(entry.cachedInputTokens, toCount(u.cachedInputTokens));
       };
 
       // --- pipeline ------------------------------------------------------------------------------
@@ -508,21 +510,24 @@ export function projectA2A(options: ProjectA2AOptions): OperatorFunction<A2AStre
         stepEvent(EventType.STEP_STARTED, key);
       }
 
-      const upstream = source.subscribe({
-        next: (frame) => {
-          if (finished) return;
-          frameTime = Math.floor(scheduler.now());
-          try {
-            onFrame(frame);
-          } catch (error) {
-            fail(error);
-          } finally {
-            frameTime = undefined;
-          }
-        },
-        error: fail,
-        complete: finishFromState,
-      });
+      const upstream = source.subscribe(
+        operatorObserver(subscriber, {
+          next: (frame) => {
+            if (finished) return;
+            frameTime = Math.floor(scheduler.now());
+            try {
+              onFrame(frame);
+            } catch (error) {
+              // Whatever a frame makes us throw is that frame's fault: a protocol error, never the process's.
+              fail(unprocessableFrame(error));
+            } finally {
+              frameTime = undefined;
+            }
+          },
+          error: fail,
+          complete: finishFromState,
+        }),
+      );
       return () => upstream.unsubscribe();
     });
 }

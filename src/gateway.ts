@@ -14,6 +14,7 @@ import { createApp } from "./http/app.js";
 import { createSelfCheck } from "./http/self-check.js";
 import { createMetrics, type GatewayMetrics } from "./ops/metrics.js";
 import { startIdleMonitor, type IdleMonitor } from "./ops/idle-monitor.js";
+import { captureUnhandledErrors } from "./ops/unhandled.js";
 import { allowedRootsFromEnv } from "./runs/cwd.js";
 import { RunService } from "./runs/service.js";
 import { FileThreadStore } from "./state/file-store.js";
@@ -148,6 +149,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     server.once("error", reject);
     server.listen(options.port, options.host, () => resolve());
   });
+  const releaseUnhandled = captureUnhandledErrors({ logger, count: () => metrics.unhandledErrors.inc() });
   const { port } = server.address() as AddressInfo;
   const idleSeconds = options.idleShutdownSeconds ?? 0;
   if (idleSeconds > 0 && options.onIdle) {
@@ -176,6 +178,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       });
       await runs.drain(5_000);
       await a2a.close();
+      releaseUnhandled();
     },
   };
 }

@@ -1,5 +1,5 @@
 // Read-only accessors over A2A stream results, shared by the projection and the run layer.
-import type { A2AMessage, A2AStreamResponse, A2ATask, A2ATaskStatus, JsonObject } from "../types.js";
+import { RunError, type A2AMessage, type A2AStreamResponse, type A2ATask, type A2ATaskStatus, type JsonObject } from "../types.js";
 import { isObject } from "./json.js";
 
 export type A2AResult = A2ATask & { taskId?: string; artifact?: unknown; status?: A2ATaskStatus };
@@ -67,4 +67,10 @@ export function textOfMessage(message: A2AMessage | undefined): string {
   let text = "";
   for (const part of message.parts) if (typeof part.text === "string") text += part.text;
   return text;
+}
+
+/** What a stage threw while reading a frame: the frame was not one the gateway can process. */
+export function unprocessableFrame(thrown: unknown): RunError {
+  if (thrown instanceof RunError) return thrown;
+  return new RunError("A2A_PROTOCOL_ERROR", "The A2A stream contained an invalid frame.");
 }

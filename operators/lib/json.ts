@@ -23,7 +23,18 @@ function sortKeysDeep(value: unknown): unknown {
   return sorted;
 }
 
-/** Counts from protobuf Struct arrive as floats (812.0); accept integral numbers, never booleans. */
+/**
+ * Counts from protobuf Struct arrive as floats (812.0); accept integral numbers, never booleans. Larger than
+ * 2^53 - 1 is clamped there: such a count is not exact anyway, and it must stay a valid int64 on the protobuf
+ * wire and an integer in the state file.
+ */
 export function toCount(value: unknown): number | undefined {
-  return typeof value === "number" && Number.isFinite(value) && Number.isInteger(value) && value >= 0 ? value : undefined;
+  if (typeof value !== "number" || !Number.isFinite(value) || !Number.isInteger(value) || value < 0) return undefined;
+  return value > Number.MAX_SAFE_INTEGER ? Number.MAX_SAFE_INTEGER : value;
+}
+
+/** A sum of counts that saturates at 2^53 - 1 instead of growing past what int64 and JSON carry exactly. */
+export function addCounts(total: number, more: number | undefined): number {
+  const sum = total + (more ?? 0);
+  return sum > Number.MAX_SAFE_INTEGER ? Number.MAX_SAFE_INTEGER : sum;
 }

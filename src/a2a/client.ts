@@ -10,6 +10,7 @@ import { Observable, type Subscriber } from "rxjs";
 import { Agent, request, type Dispatcher } from "undici";
 import { RunError, type A2AMessage, type A2AStreamResponse, type A2ATask } from "../../operators/types.js";
 import { decodeStreamResult, decodeTask, invalidFrame, isPlainObject } from "./frames.js";
+import { UPSTREAM_LIMITS, nestsDeeperThan } from "./limits.js";
 
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
 /** Bound on one SSE record and on one JSON reply, so a broken kernel cannot grow our memory without limit. */
@@ -461,12 +462,16 @@ async function readText(body: AsyncIterable<Uint8Array>): Promise<string> {
   return Buffer.concat(chunks, size).toString("utf8");
 }
 
+/** Every JSON document from the kernel comes through here, so its nesting is bounded before anything walks it. */
 function parseJson(text: string): unknown {
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch {
     throw invalidFrame();
   }
+  if (nestsDeeperThan(value, UPSTREAM_LIMITS.maxDepth)) throw invalidFrame();
+  return value;
 }
 
 function tryParseJson(text: string): unknown {

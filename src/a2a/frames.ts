@@ -4,6 +4,7 @@
 // stays optional because protobuf JSON omits defaults (a2a-upstream §1.8).
 import { z } from "zod";
 import { RunError, type A2AStreamResponse, type A2ATask } from "../../operators/types.js";
+import { assertInputLimits } from "./limits.js";
 
 const jsonObject = z.looseObject({});
 const optionalString = z.string().optional();
@@ -74,7 +75,10 @@ export function invalidFrame(): RunError {
   return new RunError("A2A_PROTOCOL_ERROR", "The A2A stream contained an invalid frame.");
 }
 
-/** A StreamResponse is a protobuf oneof: exactly one of the four payload keys, never zero or two. */
+/**
+ * A StreamResponse is a protobuf oneof: exactly one of the four payload keys, never zero or two. The frame
+ * returned holds that key only: other keys (`{"odd": null, "statusUpdate": …}`) never reach the projection.
+ */
 export function decodeStreamResult(result: unknown): A2AStreamResponse {
   if (!isPlainObject(result)) throw invalidFrame();
   let found: StreamKey | undefined;
@@ -86,8 +90,10 @@ export function decodeStreamResult(result: unknown): A2AStreamResponse {
   if (found === undefined) throw invalidFrame();
   // The hand-written guards are the fast path; the zod schemas stay the definition, and decide whenever a
   // guard says no (test/frames-guard.test.ts checks that a guard never accepts what its schema refuses).
-  if (!FAST_GUARDS[found](result[found]) && !streamPayloads[found].safeParse(result[found]).success) throw invalidFrame();
-  return result as A2AStreamResponse;
+  const payload = result[found];
+  if (!FAST_GUARDS[found](payload) && !streamPayloads[found].safeParse(payload).success) throw invalidFrame();
+  assertInputLimits(payload);
+  return (Object.keys(result).length === 1 ? result : { [found]: payload }) as A2AStreamResponse;
 }
 
 const isString = (x: unknown) => x === undefined || typeof x === "string";
@@ -144,6 +150,7 @@ export const STREAM_SCHEMAS = streamPayloads;
 /** GetTask and CancelTask return the Task itself, without a wrapper key. */
 export function decodeTask(x: unknown): A2ATask {
   if (!task.safeParse(x).success) throw invalidFrame();
+  assertInputLimits(x);
   return x as A2ATask;
 }
 

@@ -95,7 +95,11 @@ export function createApp(options: AppOptions): Koa<State> {
     const res = ctx.res;
     // Not awaited: the middleware chain unwinds now instead of holding a suspended frame per middleware for
     // as long as the stream lasts (hours, for a parked interrupt). Everything after this point is the stream's.
-    void writeSse(res, (gate) => options.runs.stream(admitted, gate), { onEvent, proto: acceptsProto(ctx.get("Accept")) })
+    const onFailure = (error: unknown) => {
+      options.logger.error({ err: error, threadId: admitted.request.threadId }, "an event could not be written; the run ends here");
+      options.runs.abandon(admitted);
+    };
+    void writeSse(res, (gate) => options.runs.stream(admitted, gate), { onEvent, onFailure, proto: acceptsProto(ctx.get("Accept")) })
       .then((ended) => {
         // A run the client walked away from is incomplete by the client's choice, not the gateway's.
         if (ended === "completed") check?.end();
@@ -136,7 +140,10 @@ export function createApp(options: AppOptions): Koa<State> {
         throw error;
       });
     ctx.respond = false;
-    await writeSse(ctx.res, () => events, { proto: acceptsProto(ctx.get("Accept")) });
+    await writeSse(ctx.res, () => events, {
+      proto: acceptsProto(ctx.get("Accept")),
+      onFailure: (error) => options.logger.error({ err: error }, "an observed event could not be written"),
+    });
   });
 
   // Koa reports socket errors (a client hanging up mid-stream) here; they are not the gateway's failures.

@@ -5,7 +5,8 @@ import type { ServerResponse } from "node:http";
 import { AGUI_MEDIA_TYPE, EventEncoder } from "@ag-ui/encoder";
 import type { Observable } from "rxjs";
 import type { FlowGate } from "../a2a/index.js";
-import type { AguiOutput } from "../../operators/index.js";
+import type { AguiEvent, AguiOutput } from "../../operators/index.js";
+import { SpanLedger } from "../../operators/lib/span-ledger.js";
 
 export const SSE_HEADERS = {
   "Content-Type": "text/event-stream",
@@ -48,6 +49,11 @@ export interface SseOptions {
   onEvent?: (event: AguiOutput) => void;
   /** Length-prefixed protobuf frames (`application/vnd.ag-ui.event+proto`) instead of SSE; no heartbeats. */
   proto?: boolean;
+  /**
+   * An event could not be encoded (or a hook threw): the stream was ended with a balanced RUN_ERROR and
+   * the run unsubscribed. Called before the unsubscribe, so the run's release sees it.
+   */
+  onFailure?: (error: unknown) => void;
 }
 
 /** The client asked for protobuf framing (HttpAgent's proto path sends exactly this media type). */
@@ -80,26 +86,60 @@ export function writeSse(
       if (!res.writableEnded) res.end();
       resolve("completed");
     };
-    const subscription = events(gate).subscribe({
+    const encode = (event: AguiOutput): string | Uint8Array | undefined => {
+      if (options.proto) return event.type === "HEARTBEAT" ? undefined : protoEncoder.encodeProtobuf(event);
+      return event.type === "HEARTBEAT" ? HEARTBEAT_RECORD : `data: ${JSON.stringify(event)}\n\n`;
+    };
+    const write = (record: string | Uint8Array | undefined) => {
+      if (record === undefined) return;
+      if (!corked) {
+        corked = true;
+        res.cork();
+        process.nextTick(uncork);
+      }
+      if (!res.write(record)) gate.block();
+    };
+    // What was written, so a stream cut short by an event we cannot encode still ends balanced.
+    const spans = new SpanLedger();
+    let terminalWritten = false;
+    let subscription: { unsubscribe(): void } | undefined;
+    let failed = false;
+    const fail = (error: unknown) => {
+      if (failed || done) return;
+      failed = true;
+      options.onFailure?.(error);
+      if (!terminalWritten) {
+        const timestamp = Date.now();
+        const closing: AguiEvent[] = [
+          ...spans.close(timestamp),
+          { type: "RUN_ERROR", code: "A2A_PROTOCOL_ERROR", message: "The A2A stream contained an invalid frame.", timestamp } as AguiEvent,
+        ];
+        for (const event of closing) {
+          try {
+            write(encode(event));
+          } catch {
+            break;
+          }
+        }
+      }
+      subscription?.unsubscribe();
+      end();
+    };
+    subscription = events(gate).subscribe({
       next: (event) => {
-        options.onEvent?.(event);
-        let record: string | Uint8Array;
-        if (options.proto) {
-          if (event.type === "HEARTBEAT") return;
-          record = protoEncoder.encodeProtobuf(event);
-        } else {
-          record = event.type === "HEARTBEAT" ? HEARTBEAT_RECORD : `data: ${JSON.stringify(event)}\n\n`;
+        if (failed) return;
+        try {
+          options.onEvent?.(event);
+          write(encode(event));
+        } catch (error) {
+          return fail(error);
         }
-        if (!corked) {
-          corked = true;
-          res.cork();
-          process.nextTick(uncork);
-        }
-        if (!res.write(record)) gate.block();
+        if (event.type !== "HEARTBEAT" && spans.track(event)) terminalWritten = true;
       },
       error: end,
       complete: end,
     });
+    if (failed) subscription.unsubscribe();
     res.on("close", () => {
       if (!done) {
         done = true;

@@ -20,6 +20,10 @@ export interface GatewayMetrics {
   validationViolations: Counter<"kind">;
   /** Top-level forwardedProps keys besides iacCode, ignored (apps share `properties` among agents). */
   forwardedPropsIgnored: Counter;
+  /** Errors that escaped every operator and reached rxjs's last-resort hook (a bug; never a known input). */
+  unhandledErrors: Counter;
+  /** Request bodies refused before they were read; reason: budget | deadline | connections. */
+  refusedRequests: Counter<"reason">;
 }
 
 export type RunOutcome = "success" | "interrupt" | "cancelled" | "error" | "disconnected";
@@ -74,6 +78,17 @@ export function createMetrics(): GatewayMetrics {
     forwardedPropsIgnored: new Counter({
       name: `${PREFIX}forwarded_props_ignored_total`,
       help: "Top-level forwardedProps keys other than iacCode, ignored: never sent to A2A, stored or logged.",
+      registers,
+    }),
+    unhandledErrors: new Counter({
+      name: `${PREFIX}unhandled_errors_total`,
+      help: "Errors that escaped the stream pipeline and were caught by the last-resort rxjs hook (should stay 0).",
+      registers,
+    }),
+    refusedRequests: new Counter({
+      name: `${PREFIX}refused_requests_total`,
+      help: "Requests refused by a client-side budget, by reason (budget, deadline, connections).",
+      labelNames: ["reason"] as const,
       registers,
     }),
   };

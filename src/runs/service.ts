@@ -68,6 +68,8 @@ export interface RunTicket {
   terminal?: AguiEvent;
   /** The run ended at an interrupt: it no longer depends on its connection. */
   interrupted: boolean;
+  /** The stream was cut short by the gateway (an event it could not write): its task is cancelled. */
+  abandoned?: boolean;
 }
 
 export type CancelOutcome = "cancelled" | "already_terminal" | "not_found";
@@ -103,6 +105,11 @@ export class RunService {
   /** No run streams and no loaded thread waits for an answer. */
   get isIdle(): boolean {
     return this.activeRuns.size === 0 && this.pendingInterruptCount === 0;
+  }
+
+  /** The edge could not write this run's stream and ended it: release cancels its A2A task. */
+  abandon(ticket: RunTicket): void {
+    ticket.abandoned = true;
   }
 
   /** Stop admitting runs (graceful shutdown); running streams carry on. */
@@ -528,7 +535,7 @@ export class RunService {
   private async release(ticket: RunTicket): Promise<void> {
     const { threadId } = ticket.request;
     const record = ticket.record;
-    if (!ticket.interrupted && Object.keys(record.execution.pending).length === 0 && abandonsTask(ticket.terminal)) {
+    if (!ticket.interrupted && Object.keys(record.execution.pending).length === 0 && (ticket.abandoned || abandonsTask(ticket.terminal))) {
       // The client left an active run, or the stream broke: nobody will read the task, so stop it upstream.
       await this.cancelUpstream(record);
     }

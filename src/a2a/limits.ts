@@ -1,0 +1,117 @@
+// What a kernel may send, enforced where its JSON is decoded. The kernel is local, but what it streams comes
+// from an LLM and from tools, so a frame is bounded like a request body: nesting depth (recursive steps after
+// the parse — JSON.stringify, protobuf encoding, canonical JSON — would overflow the stack), and the interrupt
+// inputs a frame asks for, which are amplified (a JSON schema and a message line per option) into the
+// RUN_FINISHED that announces them and copied into the thread's state file.
+import { RunError } from "../../operators/types.js";
+
+export const UPSTREAM_LIMITS = {
+  /** Nesting of any upstream JSON document (JSON-RPC envelope included), as on the request side. */
+  maxDepth: 128,
+  /** Required inputs one frame may ask for (`input` plus `pendingPermissions[]`). */
+  maxInputs: 32,
+  /** Options of one input. */
+  maxOptions: 256,
+  /** Options of all inputs of one frame together. */
+  maxFrameOptions: 1_024,
+  /** Length of any string inside an input (UTF-16 units). */
+  maxInputString: 8_192,
+  /** An input as JSON text. */
+  maxInputChars: 65_536,
+  /** inputId and toolUseId, in code points; like every id the gateway keeps. */
+  maxIdCodePoints: 256,
+} as const;
+
+export function oversizedFrame(): RunError {
+  return new RunError("A2A_PROTOCOL_ERROR", "The A2A stream contained an invalid frame.");
+}
+
+/** True when `value` nests deeper than `limit` objects/arrays. Recursion is bounded by `limit` itself. */
+export function nestsDeeperThan(value: unknown, limit: number): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  if (limit === 0) return true;
+  if (Array.isArray(value)) {
+    for (const item of value) if (nestsDeeperThan(item, limit - 1)) return true;
+  } else {
+    for (const key in value) if (nestsDeeperThan((value as Record<string, unknown>)[key], limit - 1)) return true;
+  }
+  return false;
+}
+
+// In a /u pattern a surrogate pair is one code point, so only lone halves match.
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/** An id the gateway can key state by: a non-empty, well-formed string of at most 256 code points. */
+export function isBoundedId(value: string, maxCodePoints: number = UPSTREAM_LIMITS.maxIdCodePoints): boolean {
+  if (value.length > maxCodePoints * 2 || LONE_SURROGATE.test(value)) return false;
+  if (value.length <= maxCodePoints) return true;
+  let n = 0;
+  for (const _ of value) if (++n > maxCodePoints) return false;
+  return true;
+}
+
+/**
+ * Throws A2A_PROTOCOL_ERROR when a payload's `metadata.iac_code` asks for more, or bigger, inputs than the
+ * limits allow. Inputs that are not `required: true` are ignored by the projection and not checked here.
+ */
+export function assertInputLimits(payload: unknown): void {
+  const iac = iacCodeOf(payload);
+  if (!iac || (iac.input === undefined && iac.pendingPermissions === undefined)) return;
+  const inputs: unknown[] = [];
+  if (iac.input !== undefined) inputs.push(iac.input);
+  if (Array.isArray(iac.pendingPermissions)) {
+    if (iac.pendingPermissions.length > UPSTREAM_LIMITS.maxInputs * 4) throw oversizedFrame();
+    inputs.push(...iac.pendingPermissions);
+  }
+  let required = 0;
+  let options = 0;
+  for (const input of inputs) {
+    if (!isObject(input) || input.required !== true) continue;
+    if (++required > UPSTREAM_LIMITS.maxInputs) throw oversizedFrame();
+    for (const key of ["inputId", "toolUseId"] as const) {
+      const id = input[key];
+      if (typeof id === "string" && id !== "" && !isBoundedId(id)) throw oversizedFrame();
+    }
+    if (Array.isArray(input.options)) {
+      if (input.options.length > UPSTREAM_LIMITS.maxOptions) throw oversizedFrame();
+      options += input.options.length;
+      if (options > UPSTREAM_LIMITS.maxFrameOptions) throw oversizedFrame();
+    }
+    if (!withinSize(input, UPSTREAM_LIMITS.maxInputChars)) throw oversizedFrame();
+  }
+}
+
+/** Walks strings and keys without building JSON text: a hostile input is refused before it is copied. */
+function withinSize(root: unknown, budget: number): boolean {
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (typeof value === "string") {
+      if (value.length > UPSTREAM_LIMITS.maxInputString) return false;
+      budget -= value.length + 3;
+    } else if (Array.isArray(value)) {
+      budget -= value.length + 2;
+      for (const item of value) stack.push(item);
+    } else if (isObject(value)) {
+      for (const key in value) {
+        budget -= key.length + 4;
+        stack.push(value[key]);
+      }
+    } else {
+      budget -= 8;
+    }
+    if (budget < 0) return false;
+  }
+  return true;
+}
+
+function iacCodeOf(payload: unknown): Record<string, unknown> | undefined {
+  if (!isObject(payload)) return undefined;
+  const meta = payload.metadata;
+  const iac = isObject(meta) ? meta.iac_code : undefined;
+  return isObject(iac) ? iac : undefined;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
