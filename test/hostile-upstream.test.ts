@@ -2,109 +2,14 @@
 // every place metadata is copied, amplified interrupts, odd result keys, huge numbers, on SSE and on
 // protobuf framing. Each one ends its own run with a balanced, schema-valid terminal event; the process
 // is still this one, /health answers, the next run works, and nothing reached rxjs's last-resort hook.
-import { decode } from "@ag-ui/proto";
 import { of } from "rxjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RawA2AServer, RawExchange, RawResponder } from "../src/demo/index.js";
+import type { RawA2AServer } from "../src/demo/index.js";
 import { startStack, type Stack } from "./helpers/e2e.js";
 import { httpCall, postJson, sseEvents, streamProblems, type Event } from "./helpers/faults.js";
+import { HOSTILE_CASES, hostileHandler, protoEvents } from "./helpers/hostile.js";
 
 const PID = process.pid;
-const TASK = "hostile-task";
-
-/** JSON text nested `depth` levels deep, built as text: JSON.stringify itself overflows on it. */
-export function deepJson(depth: number, leaf = "1"): string {
-  return '{"a":'.repeat(depth) + leaf + "}".repeat(depth);
-}
-
-/** Result texts (the JSON-RPC `result`, as raw JSON) of a hostile turn, by prompt. */
-type Case = (contextId: string) => string[];
-
-const status = (contextId: string, iac: string, state = "TASK_STATE_WORKING") =>
-  `{"statusUpdate":{"taskId":"${TASK}","contextId":"${contextId}","status":{"state":"${state}"},"metadata":{"iac_code":${iac}}}}`;
-const working = (contextId: string) => status(contextId, '{"iacCodeSessionId":"hostile-session"}');
-const completed = (contextId: string) => status(contextId, "{}", "TASK_STATE_COMPLETED");
-const DEEP = 5_000;
-
-const options = (n: number) => `[${Array.from({ length: n }, (_, i) => `{"id":"o${i}","label":"Option ${i}"}`).join(",")}]`;
-const input = (extra: string) => `{"input":{"required":true,"inputId":"in-1","kind":"input_required","prompt":"Pick"${extra}}}`;
-
-export const HOSTILE_CASES: Record<string, Case> = {
-  "deep artifact metadata": (c) => [
-    working(c),
-    `{"artifactUpdate":{"taskId":"${TASK}","contextId":"${c}","artifact":{"artifactId":"a1","parts":[],"metadata":${deepJson(DEEP)}}}}`,
-    completed(c),
-  ],
-  "deep tool progress": (c) => [working(c), status(c, `{"tool":{"status":"progress","toolUseId":"t1","detail":${deepJson(DEEP)}}}`), completed(c)],
-  "deep pipeline envelope": (c) => [working(c), status(c, `{"pipeline":{"eventType":"pipeline_started","eventId":"e1","data":${deepJson(DEEP)}}}`), completed(c)],
-  "deep pipeline batch": (c) => [working(c), status(c, `{"pipelineBatch":{"events":[{"eventType":"stack_progress","eventId":"e1","data":${deepJson(DEEP)}}]}}`), completed(c)],
-  "deep pipeline snapshot": (c) => [working(c), status(c, `{"pipelineSnapshot":${deepJson(DEEP)}}`), completed(c)],
-  "deep interrupt": (c) => [working(c), status(c, input(`,"displayParameters":${deepJson(DEEP)}`), "TASK_STATE_INPUT_REQUIRED")],
-  "deep status message metadata": (c) => [
-    working(c),
-    `{"statusUpdate":{"taskId":"${TASK}","contextId":"${c}","status":{"state":"TASK_STATE_WORKING","message":{"role":"ROLE_AGENT","parts":[{"text":"x","metadata":${deepJson(DEEP)}}]}}}}`,
-    completed(c),
-  ],
-  "200k interrupt options": (c) => [working(c), status(c, input(`,"options":${options(200_000)}`), "TASK_STATE_INPUT_REQUIRED")],
-  "many pending permissions": (c) => [
-    working(c),
-    status(c, `{"pendingPermissions":[${Array.from({ length: 5_000 }, (_, i) => `{"required":true,"inputId":"p${i}","kind":"permission"}`).join(",")}]}`, "TASK_STATE_INPUT_REQUIRED"),
-  ],
-  "huge interrupt prompt": (c) => [working(c), status(c, `{"input":{"required":true,"inputId":"in-1","prompt":"${"p".repeat(2_000_000)}"}}`, "TASK_STATE_INPUT_REQUIRED")],
-  "huge interrupt id": (c) => [working(c), status(c, `{"input":{"required":true,"inputId":"${"i".repeat(5_000)}","prompt":"Pick"}}`, "TASK_STATE_INPUT_REQUIRED")],
-  "null first result key": (c) => [
-    working(c),
-    `{"odd":null,"statusUpdate":{"taskId":"${TASK}","contextId":"${c}","metadata":{"iac_code":{"pipelineBatch":{"events":[{"eventType":"pipeline_started","eventId":"e1"},{"eventType":"pipeline_started","eventId":"e1"}]}}}}}`,
-    completed(c),
-  ],
-  "string first result key": (c) => [
-    working(c),
-    `{"odd":"text","statusUpdate":{"taskId":"${TASK}","contextId":"${c}","metadata":{"iac_code":{"pipelineBatch":{"events":[{"eventType":"pipeline_started","eventId":"e1"},{"eventType":"pipeline_started","eventId":"e1"}]}}}}}`,
-    completed(c),
-  ],
-  "usage 2^63": (c) => [working(c), status(c, '{"usage":{"inputTokens":9223372036854775808,"outputTokens":1e19,"totalTokens":1e300}}'), completed(c)],
-  "usage sum to infinity": (c) => [
-    working(c),
-    status(c, '{"usage":{"inputTokens":1.7e308,"totalTokens":1.7e308}}'),
-    status(c, '{"usage":{"inputTokens":1.7e308,"totalTokens":1.7e308}}'),
-    completed(c),
-  ],
-  "sequence 1e308": (c) => [working(c), status(c, '{"pipeline":{"eventType":"pipeline_started","sequence":1e308}}'), completed(c)],
-};
-
-function hostileHandler(cases: Record<string, Case>) {
-  return async (ex: RawExchange, res: RawResponder): Promise<void> => {
-    if (ex.method !== "SendStreamingMessage") {
-      res.json(200, { jsonrpc: "2.0", id: ex.id, result: { id: String(ex.params?.id ?? TASK), status: { state: "TASK_STATE_CANCELED" } } });
-      return;
-    }
-    const contextId = String(ex.params?.message?.contextId ?? "");
-    const prompt = ((ex.params?.message?.parts ?? []) as { text?: string }[]).map((p) => p.text ?? "").join("");
-    const play = cases[prompt];
-    res.sseStart();
-    if (!play) {
-      // An ordinary turn: proves the gateway still serves after each hostile one.
-      res.sseRaw(`data: {"jsonrpc":"2.0","id":${JSON.stringify(ex.id)},"result":${working(contextId)}}\n\n`);
-      res.sseRaw(`data: {"jsonrpc":"2.0","id":${JSON.stringify(ex.id)},"result":${completed(contextId)}}\n\n`);
-      return res.end();
-    }
-    for (const result of play(contextId)) res.sseRaw(`data: {"jsonrpc":"2.0","id":${JSON.stringify(ex.id)},"result":${result}}\n\n`);
-    res.end();
-  };
-}
-
-/** Length-prefixed protobuf records (4-byte big-endian length) → events. */
-export function protoEvents(body: Buffer): Event[] {
-  const events: Event[] = [];
-  let at = 0;
-  while (at + 4 <= body.length) {
-    const length = body.readUInt32BE(at);
-    events.push(decode(body.subarray(at + 4, at + 4 + length)) as unknown as Event);
-    at += 4 + length;
-  }
-  return events;
-}
-
 let stack: Stack<RawA2AServer>;
 
 beforeAll(async () => {
