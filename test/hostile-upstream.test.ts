@@ -2,6 +2,9 @@
 // every place metadata is copied, amplified interrupts, odd result keys, huge numbers, on SSE and on
 // protobuf framing. Each one ends its own run with a balanced, schema-valid terminal event; the process
 // is still this one, /health answers, the next run works, and nothing reached rxjs's last-resort hook.
+import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { of } from "rxjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RawA2AServer } from "../src/demo/index.js";
@@ -11,14 +14,24 @@ import { HOSTILE_CASES, hostileHandler, protoEvents } from "./helpers/hostile.js
 
 const PID = process.pid;
 let stack: Stack<RawA2AServer>;
+let stateDir: string;
 
 beforeAll(async () => {
-  stack = await startStack({ raw: hostileHandler(HOSTILE_CASES), gateway: { interruptTtlSeconds: 0 } });
+  stateDir = await mkdtemp(path.join(tmpdir(), "agui-hostile-state-"));
+  stack = await startStack({ raw: hostileHandler(HOSTILE_CASES), gateway: { interruptTtlSeconds: 0, stateDir } });
 });
 
 afterAll(async () => {
   await stack?.close();
+  if (stateDir) await rm(stateDir, { recursive: true, force: true });
 });
+
+/** The largest thread file: what a hostile frame could push into the state. */
+async function largestStateFile(): Promise<number> {
+  const dir = path.join(stateDir, "threads");
+  const sizes = await Promise.all((await readdir(dir)).map(async (name) => (await stat(path.join(dir, name))).size));
+  return Math.max(0, ...sizes);
+}
 
 async function unhandled(): Promise<number> {
   return (await stack.gateway.metrics.unhandledErrors.get()).values.reduce((n, v) => n + v.value, 0);
@@ -54,8 +67,9 @@ describe("hostile upstream frames end one run, never the process", () => {
         const last = events.at(-1);
         expect(["RUN_FINISHED", "RUN_ERROR"]).toContain(last?.type);
         if (last?.type === "RUN_ERROR") expect(last["code"]).toBe("A2A_PROTOCOL_ERROR");
-        // Nothing oversized leaves the gateway either.
+        // Nothing oversized leaves the gateway, or reaches its state.
         expect(reply.body.length).toBeLessThan(1_000_000);
+        expect(await largestStateFile()).toBeLessThan(64 * 1024);
         await expectAlive();
         expect(await unhandled()).toBe(0);
       });

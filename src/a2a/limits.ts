@@ -18,8 +18,12 @@ export const UPSTREAM_LIMITS = {
   maxInputString: 8_192,
   /** An input as JSON text. */
   maxInputChars: 65_536,
-  /** inputId and toolUseId, in code points; like every id the gateway keeps. */
+  /** inputId, toolUseId, task and session ids, in code points; like every id the gateway keeps. */
   maxIdCodePoints: 256,
+  /** Durable pipeline steps open at once (kept in the state file until they finish). */
+  maxOpenSteps: 256,
+  /** A step key (`candidate:<candidate>:<step>`), in code points. */
+  maxStepKeyCodePoints: 520,
 } as const;
 
 export function oversizedFrame(): RunError {

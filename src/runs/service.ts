@@ -29,6 +29,7 @@ import {
   type AguiOutput,
   type RequiredInput,
 } from "../../operators/index.js";
+import { UPSTREAM_LIMITS, isBoundedId, oversizedFrame } from "../a2a/limits.js";
 import { A2AJsonRpcError, buildIacCodeMetadata, buildUserMessage, contextIdForThread, type A2AClient, type FlowGate } from "../a2a/index.js";
 import { normalizeLanguage, translate, type Language } from "../i18n/index.js";
 import { StateUnavailableError, type ThreadRecord, type ThreadStore } from "../state/thread-store.js";
@@ -235,18 +236,19 @@ export class RunService {
         translate: translateFor,
         cancelledOutcome: declaresAgui1(request.protocolVersion),
         observer: {
+          // What the kernel reveals is kept in the thread's state: bounded like every other id there.
           taskId: (taskId) => {
-            execution.taskId = taskId;
+            execution.taskId = boundedUpstreamId(taskId);
           },
           sessionId: (sessionId) => {
-            record.iacCodeSessionId = sessionId;
+            record.iacCodeSessionId = boundedUpstreamId(sessionId);
           },
           interrupts: (inputs, interrupts) => {
             staged.inputs = inputs;
             staged.interrupts = interrupts;
           },
           steps: (open) => {
-            execution.pipelineOpenSteps = open;
+            execution.pipelineOpenSteps = boundedOpenSteps(open);
           },
           pipelineCursor: (sequence) => {
             execution.pipelineSequence = sequence;
@@ -742,6 +744,18 @@ function abandonsTask(terminal: AguiEvent | undefined): boolean {
   if (terminal === undefined) return true;
   const code = (terminal as { code?: string }).code;
   return terminal.type === EventType.RUN_ERROR && (code === "A2A_UNAVAILABLE" || code === "A2A_PROTOCOL_ERROR");
+}
+
+function boundedUpstreamId(id: string): string {
+  if (!isBoundedId(id)) throw oversizedFrame();
+  return id;
+}
+
+function boundedOpenSteps(open: string[]): string[] {
+  if (open.length > UPSTREAM_LIMITS.maxOpenSteps || !open.every((key) => isBoundedId(key, UPSTREAM_LIMITS.maxStepKeyCodePoints))) {
+    throw oversizedFrame();
+  }
+  return open;
 }
 
 function sleep(ms: number): Promise<void> {

@@ -64,6 +64,14 @@ export const HOSTILE_CASES: Record<string, Case> = {
     status(c, '{"usage":{"inputTokens":1.7e308,"totalTokens":1.7e308}}'),
     completed(c),
   ],
+  "huge task id": (c) => [`{"task":{"id":"${"t".repeat(5_000)}","contextId":"${c}","status":{"state":"TASK_STATE_SUBMITTED"}}}`, completed(c)],
+  "huge session id": (c) => [status(c, `{"iacCodeSessionId":"${"s".repeat(5_000)}"}`), completed(c)],
+  "lone surrogate session id": (c) => [status(c, '{"iacCodeSessionId":"s\\ud800"}'), completed(c)],
+  "thousand open steps": (c) => [
+    working(c),
+    status(c, `{"pipelineBatch":{"events":[${Array.from({ length: 1_000 }, (_, i) => `{"eventType":"step_started","eventId":"s${i}","step":{"id":"step-${i}"}}`).join(",")}]}}`),
+    completed(c),
+  ],
   "sequence 1e308": (c) => [working(c), status(c, '{"pipeline":{"eventType":"pipeline_started","sequence":1e308}}'), completed(c)],
 };
 
