@@ -74,6 +74,12 @@ async function main(argv: string[]): Promise<number> {
     validateEvents: config.validateEvents,
     ...((config.console || config.demo) && { console: { demo: config.demo } }),
     idleShutdownSeconds: config.idleShutdownSeconds,
+    runIdWindow: config.runIdWindow,
+    bodyBudgetMib: config.bodyBudgetMib,
+    bodyTimeoutSeconds: config.bodyTimeoutSeconds,
+    headersTimeoutSeconds: config.headersTimeoutSeconds,
+    keepAliveTimeoutSeconds: config.keepAliveTimeoutSeconds,
+    maxConnections: config.maxConnections,
     onIdle: () => stop(),
     logger,
   });

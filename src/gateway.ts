@@ -45,6 +45,14 @@ export interface GatewayOptions {
   /** > 0: call onIdle once no run is active and no interrupt is pending for that long. */
   idleShutdownSeconds?: number;
   onIdle?: () => void;
+  /** Run ids remembered per thread (default 256). */
+  runIdWindow?: number;
+  /** Client-side budgets (README "Limits"); defaults: 64 MiB, 30 s, 20 s, 5 s, 16,384. */
+  bodyBudgetMib?: number;
+  bodyTimeoutSeconds?: number;
+  headersTimeoutSeconds?: number;
+  keepAliveTimeoutSeconds?: number;
+  maxConnections?: number;
 }
 
 export interface RunningGateway {
@@ -125,7 +133,10 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     logger,
     interruptTtlMs: (options.interruptTtlSeconds ?? 540) * 1000,
     heartbeatMs: (options.heartbeatSeconds ?? 15) * 1000,
+    ...(options.runIdWindow !== undefined && { runIdWindow: options.runIdWindow }),
   });
+  const bodyTimeoutMs = (options.bodyTimeoutSeconds ?? 30) * 1000;
+  const headersTimeoutMs = (options.headersTimeoutSeconds ?? 20) * 1000;
   const allowedRoots = options.allowedRoots ?? allowedRootsFromEnv(process.env, process.cwd());
   const app = createApp({
     runs,
@@ -135,16 +146,29 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     ...(options.authToken !== undefined && { authToken: options.authToken }),
     ...(options.onEvent !== undefined && { onEvent: options.onEvent }),
     metrics,
+    bodyBudgetBytes: (options.bodyBudgetMib ?? 64) * 1024 * 1024,
+    bodyTimeoutMs,
     ...(options.validateEvents && { selfCheck: createSelfCheck(logger, { violation: (kind) => metrics.validationViolations.inc({ kind }) }) }),
     extraMiddleware: [
       ...(options.console ? [consoleRoutes({ distDir: CONSOLE_DIST, cwd: process.cwd(), demo: options.console.demo })] : []),
       ...(options.extraMiddleware ?? []),
     ],
   });
-  const server = createServer(app.callback());
-  // SSE streams stay open far longer than Node's defaults allow an idle request.
-  server.requestTimeout = 0;
-  server.keepAliveTimeout = 5_000;
+  const server = createServer(
+    {
+      // Node's own deadlines, checked every second: headers, and the whole request as a backstop to the
+      // body deadline the routes apply (it also covers bodies sent to routes that never read them). Both end
+      // when the request has arrived, so SSE responses that last hours are not affected.
+      headersTimeout: headersTimeoutMs,
+      requestTimeout: headersTimeoutMs + bodyTimeoutMs + 1_000,
+      connectionsCheckingInterval: 1_000,
+      keepAliveTimeout: (options.keepAliveTimeoutSeconds ?? 5) * 1000,
+    },
+    app.callback(),
+  );
+  // Beyond it new sockets are closed at once, so file descriptors are left for streams, state files and /health.
+  server.maxConnections = options.maxConnections ?? 16_384;
+  server.on("drop", () => metrics.refusedRequests.inc({ reason: "connections" }));
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.host, () => resolve());

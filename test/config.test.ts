@@ -56,6 +56,12 @@ describe("defaults", () => {
       console: false,
       debug: false,
       logStdout: false,
+      runIdWindow: 256,
+      bodyBudgetMib: 64,
+      bodyTimeoutSeconds: 30,
+      headersTimeoutSeconds: 20,
+      keepAliveTimeoutSeconds: 5,
+      maxConnections: 16_384,
     });
     const keys = Object.keys(config([]));
     for (const unset of ["a2aUrl", "a2aToken", "authToken", "configFile", "allowedCwds"]) {
@@ -92,6 +98,8 @@ describe("flags", () => {
       "--host", "0.0.0.0", "--port", "8080", "--a2a-url", "http://127.0.0.1:9/", "--state-dir", "/s",
       "--interrupt-ttl", "60", "--idle-shutdown", "2.5", "--heartbeat", "0.05", "--upstream-idle-timeout", "30",
       "--validate-events", "--console", "--debug", "--log-stdout", "--demo",
+      "--run-id-window", "16", "--body-budget", "12", "--body-timeout", "2", "--headers-timeout", "3",
+      "--keep-alive-timeout", "4", "--max-connections", "100",
     ]);
     expect(c).toEqual({
       host: "0.0.0.0",
@@ -108,7 +116,21 @@ describe("flags", () => {
       console: true,
       debug: true,
       logStdout: true,
+      runIdWindow: 16,
+      bodyBudgetMib: 12,
+      bodyTimeoutSeconds: 2,
+      headersTimeoutSeconds: 3,
+      keepAliveTimeoutSeconds: 4,
+      maxConnections: 100,
     });
+  });
+
+  it("refuses client-side budgets that cannot work", () => {
+    expect(() => config(["--body-budget", "11"])).toThrow("--body-budget must be an integer of at least 12.");
+    expect(() => config(["--run-id-window", "0"])).toThrow("--run-id-window must be a positive integer.");
+    expect(() => config(["--max-connections", "1.5"])).toThrow("--max-connections must be a positive integer.");
+    expect(() => config(["--body-timeout", "0"])).toThrow("--body-timeout must be a positive number of seconds.");
+    expect(() => config([], { IAC_CODE_AGUI_HEADERS_TIMEOUT: "x" })).toThrow("IAC_CODE_AGUI_HEADERS_TIMEOUT must be a positive number of seconds.");
   });
 
   it("reads `--flag=value`, including values that contain `=` or are empty", () => {
@@ -238,6 +260,12 @@ describe("YAML file", () => {
         "console: true",
         "debug: true",
         "log_stdout: true",
+        "run-id-window: 32",
+        "body_budget: 128",
+        "body-timeout: 10",
+        "headers_timeout: 5",
+        "keep-alive-timeout: 2",
+        "max_connections: 50",
       ].join("\n"),
     );
     expect(config(["--config", file])).toEqual({
@@ -259,6 +287,12 @@ describe("YAML file", () => {
       console: true,
       debug: true,
       logStdout: true,
+      runIdWindow: 32,
+      bodyBudgetMib: 128,
+      bodyTimeoutSeconds: 10,
+      headersTimeoutSeconds: 5,
+      keepAliveTimeoutSeconds: 2,
+      maxConnections: 50,
     });
   });
 
@@ -497,7 +531,7 @@ describe("help text", () => {
     const needsValue = new Set(["--host", "--a2a-url", "--state-dir", "--config"]);
     for (const flag of listed) {
       if (flag === "--help" || flag === "-h" || flag === "--version") continue;
-      const value = needsValue.has(flag) ? ["/tmp"] : /port|ttl|shutdown|heartbeat|timeout/.test(flag) ? ["1"] : [];
+      const value = needsValue.has(flag) ? ["/tmp"] : /port|ttl|shutdown|heartbeat|timeout|window|connections/.test(flag) ? ["1"] : flag === "--body-budget" ? ["12"] : [];
       // HTTP/2 is only for a kernel the operator points at (the demo and a managed kernel speak HTTP/1.1).
       const argv = flag === "--config" ? [flag, yamlFile("")] : flag === "--a2a-http2" ? [flag, "--a2a-url", "http://127.0.0.1:1/"] : [flag, ...value];
       expect(() => loadConfig(argv, {}, HOME), flag).not.toThrow();

@@ -114,7 +114,7 @@ describe("FileThreadStore round trip and layout", () => {
     expect((await fsp.stat(threadsDir())).mode & 0o777).toBe(0o700);
   });
 
-  it("writes two-space JSON with keys sorted at every level, lists as given, and a trailing newline", async () => {
+  it("writes two-space JSON with keys sorted at every level but runDigests, lists as given, and a trailing newline", async () => {
     const saved = record("thread-1", { runDigests: { b: DIGEST_A, "9": DIGEST_A, "10": DIGEST_B, a: DIGEST_B } });
     await newStore().save(saved);
     const text = await fsp.readFile(path.join(threadsDir(), "thread-1.json"), "utf8");
@@ -122,9 +122,10 @@ describe("FileThreadStore round trip and layout", () => {
     expect(text.endsWith("\n\n")).toBe(false);
     expect(text.startsWith('{\n  "appliedResumeDigests": [\n    {\n      "digest": ')).toBe(true);
     expect(JSON.parse(text)).toEqual(documentOf(saved));
-    // Integer-like keys sort as strings ("10" < "9" < "a"), not first as JSON.stringify would put them.
+    // runDigests alone keeps its order, oldest first (issue 14: it is a bounded window and the order says what
+    // leaves it next); in a JavaScript object integer-like keys come first, in ascending order.
     const runIds = [...text.matchAll(/^ {4}"([^"]+)": "[0-9a-f]{64}"/gm)].map((m) => m[1]);
-    expect(runIds).toEqual(["10", "9", "a", "b"]);
+    expect(runIds).toEqual(["9", "10", "b", "a"]);
     const topKeys = [...text.matchAll(/^ {2}"([^"]+)":/gm)].map((m) => m[1]);
     expect(topKeys).toEqual([...topKeys].sort());
     expect(topKeys).toHaveLength(10);

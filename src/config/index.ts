@@ -30,6 +30,14 @@ export interface GatewayConfig {
   console: boolean;
   debug: boolean;
   logStdout: boolean;
+  /** Run ids remembered per thread (single-use within this window). */
+  runIdWindow: number;
+  /** Request-body bytes buffered at once across all connections, in MiB. */
+  bodyBudgetMib: number;
+  bodyTimeoutSeconds: number;
+  headersTimeoutSeconds: number;
+  keepAliveTimeoutSeconds: number;
+  maxConnections: number;
 }
 
 /** A configuration mistake; `message` is one line, meant to be printed as-is before exit 1. */
@@ -49,7 +57,7 @@ export type ConfigResult =
 // Option table: the single source for flag parsing, env lookup, YAML keys and the help text.
 
 /** How a string from argv or env is turned into a typed value before validation. */
-type OptionKind = "string" | "port" | "seconds" | "boolean" | "pathList";
+type OptionKind = "string" | "port" | "seconds" | "count" | "boolean" | "pathList";
 
 /** Options that can come from the merged sources (everything except --config and --demo). */
 type MergedKey =
@@ -68,7 +76,13 @@ type MergedKey =
   | "validateEvents"
   | "console"
   | "debug"
-  | "logStdout";
+  | "logStdout"
+  | "runIdWindow"
+  | "bodyBudgetMib"
+  | "bodyTimeoutSeconds"
+  | "headersTimeoutSeconds"
+  | "keepAliveTimeoutSeconds"
+  | "maxConnections";
 
 interface OptionSpec {
   key: MergedKey;
@@ -142,6 +156,33 @@ const OPTIONS: readonly OptionSpec[] = [
     description: `Allowed workspace roots (env: separated by "${path.delimiter}"; yaml: a list).`,
   },
   {
+    key: "runIdWindow", kind: "count", flag: "--run-id-window", env: ["IAC_CODE_AGUI_RUN_ID_WINDOW"], yamlKey: "run_id_window",
+    valueName: "N", defaultText: "256",
+    description: "Run ids kept per thread: a reuse within the last N runs is refused (also ended executions and applied answers kept).",
+  },
+  {
+    key: "bodyBudgetMib", kind: "count", flag: "--body-budget", env: ["IAC_CODE_AGUI_BODY_BUDGET"], yamlKey: "body_budget",
+    valueName: "MIB", defaultText: "64",
+    description: "Request-body MiB read and parsed at once across all connections; over it: 503 with Retry-After (at least 12).",
+  },
+  {
+    key: "bodyTimeoutSeconds", kind: "seconds", flag: "--body-timeout", env: ["IAC_CODE_AGUI_BODY_TIMEOUT"], yamlKey: "body_timeout",
+    valueName: "SECONDS", defaultText: "30", description: "Deadline for a whole request body; a slower one is cut with 408 (must be > 0).",
+  },
+  {
+    key: "headersTimeoutSeconds", kind: "seconds", flag: "--headers-timeout", env: ["IAC_CODE_AGUI_HEADERS_TIMEOUT"],
+    yamlKey: "headers_timeout", valueName: "SECONDS", defaultText: "20", description: "Deadline for a request's headers (must be > 0).",
+  },
+  {
+    key: "keepAliveTimeoutSeconds", kind: "seconds", flag: "--keep-alive-timeout", env: ["IAC_CODE_AGUI_KEEP_ALIVE_TIMEOUT"],
+    yamlKey: "keep_alive_timeout", valueName: "SECONDS", defaultText: "5", description: "How long an idle keep-alive connection is kept open (must be > 0).",
+  },
+  {
+    key: "maxConnections", kind: "count", flag: "--max-connections", env: ["IAC_CODE_AGUI_MAX_CONNECTIONS"], yamlKey: "max_connections",
+    valueName: "N", defaultText: "16384",
+    description: "Open client connections (streams included); more are closed at once. Keep it below the file-descriptor limit.",
+  },
+  {
     key: "validateEvents", kind: "boolean", flag: "--validate-events", env: ["IAC_CODE_AGUI_VALIDATE_EVENTS"],
     yamlKey: "validate_events", defaultText: "false", description: "Check every outgoing AG-UI event against the schema.",
   },
@@ -170,6 +211,12 @@ const DEFAULTS = {
   validateEvents: false,
   debug: false,
   logStdout: false,
+  runIdWindow: 256,
+  bodyBudgetMib: 64,
+  bodyTimeoutSeconds: 30,
+  headersTimeoutSeconds: 20,
+  keepAliveTimeoutSeconds: 5,
+  maxConnections: 16_384,
 } as const;
 
 const CONFIG_FLAG = "--config";
@@ -190,6 +237,11 @@ const TOO_MANY_SECONDS = `must be at most ${MAX_TIMER_SECONDS} seconds.`;
 const BOOLEAN_MESSAGE = "must be true or false.";
 const STRING_MESSAGE = "must be a string.";
 const BOOLEAN_WORDS = "1, true, yes, on, 0, false, no, off";
+
+const COUNT_MESSAGE = "must be a positive integer.";
+const count = (min: number) =>
+  z.number({ error: COUNT_MESSAGE }).int(COUNT_MESSAGE).min(min, min === 1 ? COUNT_MESSAGE : `must be an integer of at least ${min}.`).max(2 ** 31 - 1, COUNT_MESSAGE);
+const positiveSeconds = z.number({ error: POSITIVE_SECONDS }).positive(POSITIVE_SECONDS).max(MAX_TIMER_SECONDS, TOO_MANY_SECONDS);
 
 const nonNegativeSeconds = z
   .number({ error: NON_NEGATIVE_SECONDS })
@@ -221,6 +273,13 @@ const mergedSchema = z.object({
   console: z.boolean({ error: BOOLEAN_MESSAGE }).optional(),
   debug: z.boolean({ error: BOOLEAN_MESSAGE }),
   logStdout: z.boolean({ error: BOOLEAN_MESSAGE }),
+  runIdWindow: count(1),
+  // One largest request (12 MiB) must always fit.
+  bodyBudgetMib: count(12),
+  bodyTimeoutSeconds: positiveSeconds,
+  headersTimeoutSeconds: positiveSeconds,
+  keepAliveTimeoutSeconds: positiveSeconds,
+  maxConnections: count(1),
 });
 
 type MergedValues = z.infer<typeof mergedSchema>;
@@ -311,6 +370,12 @@ function finish(
     console: values.console ?? demo,
     debug: values.debug,
     logStdout: values.logStdout,
+    runIdWindow: values.runIdWindow,
+    bodyBudgetMib: values.bodyBudgetMib,
+    bodyTimeoutSeconds: values.bodyTimeoutSeconds,
+    headersTimeoutSeconds: values.headersTimeoutSeconds,
+    keepAliveTimeoutSeconds: values.keepAliveTimeoutSeconds,
+    maxConnections: values.maxConnections,
   };
 }
 
@@ -378,6 +443,8 @@ function coerceString(option: OptionSpec, raw: string, label: string): unknown {
       return /^\d+$/.test(raw) ? Number(raw) : raw;
     case "seconds":
       return /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(raw) ? Number(raw) : raw;
+    case "count":
+      return /^\d+$/.test(raw) ? Number(raw) : raw;
     case "boolean":
       return parseBooleanWord(raw, label);
     case "pathList": {

@@ -13,7 +13,7 @@ import { AdmissionError } from "../runs/errors.js";
 import { INPUT_ERROR_BASES, InputError, latestUserMessage, parseRunAgentInput, peekPreferredLanguage } from "../runs/input.js";
 import { buildUserParts } from "../runs/parts.js";
 import { runDigest, type RunService } from "../runs/service.js";
-import { CANCEL_BODY, RUN_BODY, parseJsonObject, readBody } from "./body.js";
+import { BodyBudget, CANCEL_BODY, RUN_BODY, parseJsonObject, readBody, type BodyLease, type BodyTexts } from "./body.js";
 import { HttpError, fromAdmission, httpErrors, invalidInput } from "./errors.js";
 import type { StreamSelfCheck } from "./self-check.js";
 import { acceptsProto, writeSse } from "./sse.js";
@@ -35,11 +35,20 @@ export interface AppOptions {
   metrics?: GatewayMetrics;
   /** Mounted before the gateway's own routes (the console). */
   extraMiddleware?: Koa.Middleware[];
+  /** Request-body bytes buffered at once across connections (default 64 MiB). */
+  bodyBudgetBytes?: number;
+  /** Deadline for a whole request body (default 30 s). */
+  bodyTimeoutMs?: number;
 }
 
 interface State {
   language: Language;
+  /** This request's share of the body budget, held until its handler is done with the body. */
+  bodyLease?: BodyLease;
 }
+
+export const DEFAULT_BODY_BUDGET_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
 
 const ROUTES: Record<string, string[]> = {
   "/": ["POST"],
@@ -52,6 +61,22 @@ const CANCEL_PATH = /^\/extensions\/iac-code\/v1\/executions\/[^/]+\/(cancel|sub
 export function createApp(options: AppOptions): Koa<State> {
   const app = new Koa<State>();
   const router = new Router<State>();
+  const budget = new BodyBudget(options.bodyBudgetBytes ?? DEFAULT_BODY_BUDGET_BYTES);
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
+  const holdsBody = async (ctx: Context & { state: State }, next: Next) => {
+    const lease = budget.lease();
+    ctx.state.bodyLease = lease;
+    try {
+      await next();
+    } finally {
+      lease.release();
+    }
+  };
+  const readJsonBody = async (ctx: Context & { state: State }, limit: number, texts: BodyTexts) =>
+    parseJsonObject(
+      await readBody(ctx.req, limit, texts, { deadlineMs: bodyTimeoutMs, ...(ctx.state.bodyLease && { lease: ctx.state.bodyLease }) }),
+      texts,
+    );
 
   router.get("/health", (ctx) => {
     ctx.body = {
@@ -78,8 +103,8 @@ export function createApp(options: AppOptions): Koa<State> {
     });
   }
 
-  router.post("/", requireAuth(options.authToken), requireJson, async (ctx) => {
-    const body = parseJsonObject(await readBody(ctx.req, MAX_REQUEST_BYTES, RUN_BODY), RUN_BODY);
+  router.post("/", requireAuth(options.authToken), requireJson, holdsBody, async (ctx) => {
+    const body = await readJsonBody(ctx, MAX_REQUEST_BYTES, RUN_BODY);
     ctx.state.language = normalizeLanguage(peekPreferredLanguage(body)) ?? ctx.state.language;
     const admitted = await admitRun(options, body, ctx.state.language);
     ctx.respond = false;
@@ -114,8 +139,8 @@ export function createApp(options: AppOptions): Koa<State> {
       });
   });
 
-  router.post("/extensions/iac-code/v1/executions/:executionId/cancel", requireAuth(options.authToken), requireJson, async (ctx) => {
-    const body = parseJsonObject(await readBody(ctx.req, MAX_CANCEL_BYTES, CANCEL_BODY), CANCEL_BODY);
+  router.post("/extensions/iac-code/v1/executions/:executionId/cancel", requireAuth(options.authToken), requireJson, holdsBody, async (ctx) => {
+    const body = await readJsonBody(ctx, MAX_CANCEL_BYTES, CANCEL_BODY);
     const { threadId, rosInvocationId } = body;
     if (typeof threadId !== "string" || threadId === "" || typeof rosInvocationId !== "string" || rosInvocationId === "") {
       throw new HttpError(400, "INVALID_INPUT", "threadId and rosInvocationId are required.");
@@ -126,8 +151,8 @@ export function createApp(options: AppOptions): Koa<State> {
     ctx.body = { executionId, status: outcome };
   });
 
-  router.post("/extensions/iac-code/v1/executions/:executionId/subscribe", requireAuth(options.authToken), requireJson, async (ctx) => {
-    const body = parseJsonObject(await readBody(ctx.req, MAX_CANCEL_BYTES, CANCEL_BODY), CANCEL_BODY);
+  router.post("/extensions/iac-code/v1/executions/:executionId/subscribe", requireAuth(options.authToken), requireJson, holdsBody, async (ctx) => {
+    const body = await readJsonBody(ctx, MAX_CANCEL_BYTES, CANCEL_BODY);
     const { threadId, runId, rosInvocationId } = body;
     const strings = [threadId, runId, rosInvocationId].every((v) => typeof v === "string" && v !== "");
     const known = Object.keys(body).every((k) => ["threadId", "runId", "rosInvocationId", "afterSequence"].includes(k));
@@ -148,7 +173,7 @@ export function createApp(options: AppOptions): Koa<State> {
 
   // Koa reports socket errors (a client hanging up mid-stream) here; they are not the gateway's failures.
   app.on("error", (error: unknown) => options.logger.debug({ err: error }, "connection error"));
-  app.use(errorEnvelope(options.logger));
+  app.use(errorEnvelope(options.logger, options.metrics));
   app.use(async (ctx, next) => {
     ctx.state.language = resolveAcceptLanguage(ctx.get("Accept-Language") || undefined);
     await next();
@@ -187,7 +212,7 @@ async function admitRun(options: AppOptions, body: Record<string, unknown>, lang
   }
 }
 
-function errorEnvelope(logger: Logger) {
+function errorEnvelope(logger: Logger, metrics: GatewayMetrics | undefined) {
   return async (ctx: Context & { state: State }, next: Next) => {
     try {
       await next();
@@ -200,10 +225,17 @@ function errorEnvelope(logger: Logger) {
         logger.error({ err: error, path: ctx.path }, "unexpected error");
         http = httpErrors.internal();
       }
+      if (http.code === "SERVER_BUSY") metrics?.refusedRequests.inc({ reason: "budget" });
+      if (http.code === "REQUEST_TIMEOUT") metrics?.refusedRequests.inc({ reason: "deadline" });
       if (ctx.headerSent || !ctx.writable) return;
       ctx.status = http.status;
       ctx.body = http.envelope(ctx.state.language ?? "en");
-      if (http.status === 413) ctx.set("Connection", "close");
+      if (http.code === "SERVER_BUSY") ctx.set("Retry-After", "1");
+      // A refused body is drained behind the answer (src/http/body.ts); a late one is not waited for.
+      if (http.status === 408) {
+        ctx.set("Connection", "close");
+        ctx.res.once("finish", () => ctx.req.socket.destroy());
+      }
     }
   };
 }

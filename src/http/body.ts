@@ -1,5 +1,8 @@
-// Request bodies are counted while they stream in: an oversized body is refused as soon as it crosses
-// the limit, without buffering the rest.
+// Request bodies are counted while they stream in, against the request's own limit and against a budget
+// shared by all connections (what is buffered and parsed at once). A refusal is answered at once, and the
+// rest of the body is still read — discarded, up to a bound — while the connection stays open: a client that
+// writes its whole body before reading (Python urllib, requests) otherwise meets a reset socket instead of
+// the JSON envelope. A body that has not arrived by its deadline is cut with 408.
 import type { IncomingMessage } from "node:http";
 import { HttpError } from "./errors.js";
 
@@ -21,20 +24,132 @@ export const CANCEL_BODY: BodyTexts = {
   notObject: "The cancel request must be a JSON object.",
 };
 
-export async function readBody(req: IncomingMessage, limit: number, texts: BodyTexts): Promise<Buffer> {
-  const declared = Number(req.headers["content-length"]);
-  if (Number.isInteger(declared) && declared > limit) throw new HttpError(413, "REQUEST_TOO_LARGE", texts.tooLarge);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
-      req.pause();
-      throw new HttpError(413, "REQUEST_TOO_LARGE", texts.tooLarge);
-    }
-    chunks.push(chunk);
+/** Bytes of a refused body read and discarded so its client can read the answer; beyond it the socket is closed. */
+export const MAX_DRAIN_BYTES = 64 * 1024 * 1024;
+
+/** Request-body bytes held across all connections, from the first byte until the request is admitted or refused. */
+export class BodyBudget {
+  private used = 0;
+  constructor(readonly totalBytes: number) {}
+
+  get inUse(): number {
+    return this.used;
   }
-  return Buffer.concat(chunks, size);
+
+  /** One request's share; release() it once the body has been parsed and acted on. */
+  lease(): BodyLease {
+    return new BodyLease(this);
+  }
+
+  /** @internal */
+  take(bytes: number): boolean {
+    if (this.used + bytes > this.totalBytes) return false;
+    this.used += bytes;
+    return true;
+  }
+
+  /** @internal */
+  give(bytes: number): void {
+    this.used -= bytes;
+  }
+}
+
+export class BodyLease {
+  private held = 0;
+  constructor(private readonly budget: BodyBudget) {}
+
+  /** Holds `bytes` more, or nothing when the budget cannot cover them. */
+  grow(bytes: number): boolean {
+    if (!this.budget.take(bytes)) return false;
+    this.held += bytes;
+    return true;
+  }
+
+  release(): void {
+    this.budget.give(this.held);
+    this.held = 0;
+  }
+}
+
+export interface BodyReadOptions {
+  /** The budget share the body is counted against; without it only `limit` applies. */
+  lease?: BodyLease;
+  /** Whole-body deadline from now; 0 or absent = none. */
+  deadlineMs?: number;
+}
+
+export const bodyErrors = {
+  busy: () => new HttpError(503, "SERVER_BUSY", "The gateway is receiving too many request bodies. Retry shortly."),
+  timeout: () => new HttpError(408, "REQUEST_TIMEOUT", "The request body did not arrive in time."),
+};
+
+export function readBody(req: IncomingMessage, limit: number, texts: BodyTexts, options: BodyReadOptions = {}): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const { lease } = options;
+    const declared = Number(req.headers["content-length"]);
+    const known = req.headers["content-length"] !== undefined && Number.isInteger(declared) && declared >= 0;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const cleanup = () => {
+      settled = true;
+      if (timer) clearTimeout(timer);
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", onGone);
+      req.off("aborted", onGone);
+    };
+    const refuse = (error: HttpError) => {
+      if (settled) return;
+      cleanup();
+      chunks.length = 0;
+      lease?.release();
+      if (error.status !== 408) drain(req, size, limit + MAX_DRAIN_BYTES);
+      reject(error);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) return refuse(new HttpError(413, "REQUEST_TOO_LARGE", texts.tooLarge));
+      if (!known && lease && !lease.grow(chunk.length)) return refuse(bodyErrors.busy());
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      if (settled) return;
+      cleanup();
+      resolve(Buffer.concat(chunks, size));
+    };
+    // The client went away mid-body: nobody reads an answer, and the socket is gone with it.
+    const onGone = () => refuse(new HttpError(400, "INVALID_JSON", texts.invalidJson));
+    const timer = options.deadlineMs && options.deadlineMs > 0 ? setTimeout(() => refuse(bodyErrors.timeout()), options.deadlineMs) : undefined;
+    if (known && declared > limit) return refuse(new HttpError(413, "REQUEST_TOO_LARGE", texts.tooLarge));
+    if (known && lease && !lease.grow(declared)) return refuse(bodyErrors.busy());
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("error", onGone);
+    req.on("aborted", onGone);
+    if (req.readableEnded) onEnd();
+  });
+}
+
+/** Reads and discards what is left of a refused body; past `maxBytes` in all, the connection is closed. */
+function drain(req: IncomingMessage, alreadyRead: number, maxBytes: number): void {
+  if (req.readableEnded) return;
+  let total = alreadyRead;
+  const declared = Number(req.headers["content-length"]);
+  if (Number.isInteger(declared) && declared > maxBytes) {
+    req.socket.destroy();
+    return;
+  }
+  const onData = (chunk: Buffer) => {
+    total += chunk.length;
+    if (total > maxBytes) {
+      req.off("data", onData);
+      req.socket.destroy();
+    }
+  };
+  req.on("data", onData);
+  req.once("end", () => req.off("data", onData));
+  req.resume();
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });

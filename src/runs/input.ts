@@ -106,6 +106,15 @@ const codePointLength = (s: string): number => {
   return n;
 };
 
+// Ids the gateway keys state by (the thread's file, single-use run ids, pending interrupts): 1 to 256 code
+// points of well-formed Unicode, so an unbounded id cannot bloat the state and a lone surrogate cannot be
+// replaced by U+FFFD on its way to disk and collide with another id.
+const LONE_SURROGATE = /\p{Cs}/u;
+const stateId = () =>
+  nonEmptyStr()
+    .refine((s) => s.length <= 256 || (s.length <= 512 && codePointLength(s) <= 256), { error: R.length1to256 })
+    .refine((s) => !LONE_SURROGATE.test(s), { error: R.invalid });
+
 const iacCodeSchema = strictObj({
   schemaVersion: z.literal(1, { error: R.numberOne }),
   rosInvocationId: str().refine((s) => {
@@ -149,7 +158,7 @@ const messageSchema = looseObj({
 });
 
 const resumeEntrySchema = looseObj({
-  interruptId: nonEmptyStr(),
+  interruptId: stateId(),
   status: z.enum(["resolved", "cancelled"], { error: R.allowedValue }),
   payload: z.unknown().optional(),
   metadata: z.record(z.string(), z.unknown(), { error: R.object }).optional(),
@@ -158,8 +167,8 @@ const resumeEntrySchema = looseObj({
 // Key order here is the order fields are checked in, so the reported failure is deterministic.
 // Optional standard fields accept null as absent, as the AG-UI models do.
 const envelopeSchema = looseObj({
-  threadId: nonEmptyStr(),
-  runId: nonEmptyStr(),
+  threadId: stateId(),
+  runId: stateId(),
   parentRunId: str().nullish(),
   protocolVersion: str().nullish(),
   state: z.custom<unknown>((value) => value !== undefined, { error: R.missing }),

@@ -15,6 +15,7 @@ import {
 } from "../../operators/index.js";
 import { isObject } from "../../operators/lib/json.js";
 import type { PendingEntry, ThreadRecord } from "../state/thread-store.js";
+import { putOwn } from "../state/windows.js";
 import type { ResumeEntry } from "./input.js";
 
 const TERMINAL = new Set(["completed", "failed", "rejected", "auth-required", "canceled"]);
@@ -118,7 +119,7 @@ export function planResume(record: ThreadRecord, entries: ResumeEntry[], task: A
       if (existing) {
         if (input.sideband) existing.sideband = true;
       } else {
-        pending[id] = { value: input.value, sideband: input.sideband };
+        putOwn(pending, id, { value: input.value, sideband: input.sideband });
       }
     }
   }

@@ -33,6 +33,7 @@ import { UPSTREAM_LIMITS, isBoundedId, oversizedFrame } from "../a2a/limits.js";
 import { A2AJsonRpcError, buildIacCodeMetadata, buildUserMessage, contextIdForThread, type A2AClient, type FlowGate } from "../a2a/index.js";
 import { normalizeLanguage, translate, type Language } from "../i18n/index.js";
 import { StateUnavailableError, type ThreadRecord, type ThreadStore } from "../state/thread-store.js";
+import { DEFAULT_RUN_ID_WINDOW, idRecord, putOwn, rememberAppliedDigest, rememberRunDigest, rememberTerminalExecution } from "../state/windows.js";
 import { AdmissionError, admission } from "./errors.js";
 import type { RunRequest } from "./input.js";
 import { recordRun, timeResult, type GatewayMetrics } from "../ops/metrics.js";
@@ -51,6 +52,8 @@ export interface RunServiceOptions {
   metrics?: GatewayMetrics;
   /** Called whenever a run is admitted or released (idle shutdown). */
   onActivity?: () => void;
+  /** Run ids (and ended executions, applied answers) remembered per thread; default 256. */
+  runIdWindow?: number;
 }
 
 /** An admitted run: everything its stream needs, decided under the thread lock. */
@@ -86,11 +89,13 @@ export class RunService {
   private readonly activeRuns = new Map<string, RunTicket>();
   private readonly saves = new Map<string, Promise<void>>();
   private readonly newExecutionId: () => string;
+  private readonly window: number;
   private accepting = true;
   private readonly releasing = new Set<Promise<void>>();
 
   constructor(private readonly options: RunServiceOptions) {
     this.newExecutionId = options.newExecutionId ?? randomUUID;
+    this.window = options.runIdWindow ?? DEFAULT_RUN_ID_WINDOW;
   }
 
   get activeRunCount(): number {
@@ -156,10 +161,10 @@ export class RunService {
           }
           kind = "reshow";
         } else {
-          rotateExecution(record, iacCode.rosInvocationId, this.newExecutionId());
+          rotateExecution(record, iacCode.rosInvocationId, this.newExecutionId(), this.window);
         }
       }
-      record.runDigests[runId] = digest;
+      rememberRunDigest(record, runId, digest, this.window);
       // Admitted once: the next interrupt names its own run.
       delete record.execution.interruptedRunId;
       const ticket: RunTicket = {
@@ -330,7 +335,7 @@ export class RunService {
         if (error instanceof RunError && (error.code === "EXECUTION_EXPIRED" || error.code === "EXECUTION_LOST") && execution.taskId !== null) {
           if (error.code === "EXECUTION_EXPIRED") await this.cancelUpstream(record);
           execution.pending = {};
-          markTerminal(record);
+          markTerminal(record, this.window);
           await this.persist(record).catch(() => undefined);
         }
         throw error;
@@ -375,7 +380,7 @@ export class RunService {
       if (!(error instanceof A2AJsonRpcError && error.code === -32002)) throw toRunError(error, "A2A_UNAVAILABLE");
     }
     record.execution.pending = {};
-    markTerminal(record);
+    markTerminal(record, this.window);
     await this.persist(record).catch(() => undefined);
     throw new RunError("CANCELLED", "The execution was cancelled by the interrupt response.");
   }
@@ -450,10 +455,7 @@ export class RunService {
     const { record } = ticket;
     for (const answer of answers) {
       const id = answer.entry.interruptId;
-      record.appliedResumeDigests = record.appliedResumeDigests.filter(
-        (d) => !(d.executionId === record.execution.executionId && d.interruptId === id),
-      );
-      record.appliedResumeDigests.push({ executionId: record.execution.executionId, interruptId: id, digest: answer.digest });
+      rememberAppliedDigest(record, { executionId: record.execution.executionId, interruptId: id, digest: answer.digest }, this.window);
       delete record.execution.pending[id];
     }
     await this.persist(record).catch((error) =>
@@ -511,11 +513,11 @@ export class RunService {
       record.execution.interruptedRunId = ticket.request.runId;
       for (const [i, input] of staged.inputs.entries()) {
         const expiresAt = staged.interrupts[i]?.expiresAt;
-        record.execution.pending[input.value.inputId] = {
+        putOwn(record.execution.pending, input.value.inputId, {
           value: input.value,
           sideband: input.sideband,
           ...(expiresAt !== undefined && { expiresAt }),
-        };
+        });
       }
       return this.persist(record).catch((error) => {
         record.execution.pending = {};
@@ -529,7 +531,7 @@ export class RunService {
   private async failClosed(ticket: RunTicket, error: unknown, english: string): Promise<never> {
     this.options.logger.error({ err: error, threadId: ticket.request.threadId }, english);
     await this.cancelUpstream(ticket.record);
-    markTerminal(ticket.record);
+    markTerminal(ticket.record, this.window);
     await this.persist(ticket.record).catch(() => undefined);
     throw new RunError("STATE_PERSISTENCE_FAILED", english);
   }
@@ -544,7 +546,7 @@ export class RunService {
     await this.lock.run(threadId, async () => {
       if (this.activeRuns.get(threadId) === ticket) this.activeRuns.delete(threadId);
       if (Object.keys(record.execution.pending).length === 0) {
-        markTerminal(record);
+        markTerminal(record, this.window);
         await this.persist(record).catch((error) => this.options.logger.warn({ err: error, threadId }, "end-of-run write failed"));
         this.threads.delete(threadId);
       }
@@ -651,7 +653,7 @@ export class RunService {
         }
       }
       execution.pending = {};
-      markTerminal(record);
+      markTerminal(record, this.window);
       this.threads.set(threadId, record);
       await this.persist(record);
       if (!live) this.threads.delete(threadId);
@@ -702,18 +704,18 @@ function newThreadRecord(threadId: string, cwd: string, userId: string | null, r
       lastTaskId: null,
       pipelineSequence: 0,
       pipelineOpenSteps: [],
-      pending: {},
+      pending: idRecord(),
     },
-    runDigests: {},
+    runDigests: idRecord(),
     appliedResumeDigests: [],
     terminalExecutionIds: [],
   };
 }
 
 /** A new normal turn starts a new execution; the context and the iac-code session are kept. */
-function rotateExecution(record: ThreadRecord, rosInvocationId: string, executionId: string): void {
+function rotateExecution(record: ThreadRecord, rosInvocationId: string, executionId: string, window: number): void {
   const old = record.execution;
-  if (!record.terminalExecutionIds.includes(old.executionId)) record.terminalExecutionIds.push(old.executionId);
+  rememberTerminalExecution(record, old.executionId, window);
   record.execution = {
     executionId,
     rosInvocationId,
@@ -721,7 +723,7 @@ function rotateExecution(record: ThreadRecord, rosInvocationId: string, executio
     lastTaskId: old.taskId ?? old.lastTaskId,
     pipelineSequence: 0,
     pipelineOpenSteps: [],
-    pending: {},
+    pending: idRecord(),
   };
 }
 
@@ -732,11 +734,11 @@ function rememberTextSegment(execution: ThreadRecord["execution"], digest: strin
   execution.textSnapshotDigests = [...digests, digest].sort();
 }
 
-function markTerminal(record: ThreadRecord): void {
+function markTerminal(record: ThreadRecord, window: number): void {
   const execution = record.execution;
   if (execution.taskId !== null) execution.lastTaskId = execution.taskId;
   execution.taskId = null;
-  if (!record.terminalExecutionIds.includes(execution.executionId)) record.terminalExecutionIds.push(execution.executionId);
+  rememberTerminalExecution(record, execution.executionId, window);
 }
 
 /** Runs that end this way leave their A2A task running unless the gateway cancels it. */

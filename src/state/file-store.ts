@@ -175,12 +175,13 @@ export class FileThreadStore implements ThreadStore {
 /**
  * The file's text: two-space indented JSON with object keys sorted by code point at every level (like Python's
  * `sort_keys`; JSON.stringify alone would put integer-like keys such as a run id "42" first), and a final newline.
+ * `runDigests` alone keeps its order, oldest first: it is a bounded window, and the order says what leaves it next.
  */
 export function serializeThreadRecord(record: ThreadRecord): string {
   return `${sortedJson(record, "")}\n`;
 }
 
-function sortedJson(value: unknown, indent: string): string {
+function sortedJson(value: unknown, indent: string, keepOrder = false): string {
   if (value === null) return "null";
   switch (typeof value) {
     case "string":
@@ -200,11 +201,11 @@ function sortedJson(value: unknown, indent: string): string {
     const items = value.map((item) => inner + (item === undefined ? "null" : sortedJson(item, inner)));
     return `[\n${items.join(",\n")}\n${indent}]`;
   }
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, item]) => item !== undefined)
-    .sort(([a], [b]) => compareCodePoints(a, b));
+  const entries = Object.entries(value as Record<string, unknown>).filter(([, item]) => item !== undefined);
+  if (!keepOrder) entries.sort(([a], [b]) => compareCodePoints(a, b));
   if (entries.length === 0) return "{}";
-  const members = entries.map(([key, item]) => `${inner}${JSON.stringify(key)}: ${sortedJson(item, inner)}`);
+  const top = indent === "";
+  const members = entries.map(([key, item]) => `${inner}${JSON.stringify(key)}: ${sortedJson(item, inner, top && key === "runDigests")}`);
   return `{\n${members.join(",\n")}\n${indent}}`;
 }
 

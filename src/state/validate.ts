@@ -4,6 +4,7 @@
 import { z } from "zod";
 import { PERSISTED_INPUT_KEYS } from "../../operators/index.js";
 import { StateUnavailableError, type ThreadRecord } from "./thread-store.js";
+import { idRecord, putOwn } from "./windows.js";
 
 const DIGEST = /^[0-9a-f]{64}$/;
 
@@ -74,11 +75,22 @@ export function parseThreadRecord(json: unknown, threadId: string): ThreadRecord
   const document = json as Record<string, unknown>;
   if (document.schemaVersion !== 1) throw invalid("unsupported schemaVersion");
   if (document.threadId !== threadId) throw invalid("threadId does not match the file");
-  // A "__proto__" key would be silently lost by plain-object copies, so it cannot be restored faithfully.
+  // A "__proto__" key would be silently lost by plain-object copies, so it cannot be restored faithfully —
+  // except as an id (a run id, an interrupt id), which the id-keyed records below keep as own keys.
   if (hasProtoKey(json)) throw invalid("forbidden key __proto__");
   const parsed = storedRecord.safeParse(json);
   if (!parsed.success) throw invalid(describe(parsed.error));
   const stored = parsed.data;
+  const rawExecution = (document.execution ?? {}) as Record<string, unknown>;
+  const rawPending = rawExecution.pending as Record<string, unknown>;
+  const rawDigests = document.runDigests as Record<string, unknown>;
+  // zod's records skip a "__proto__" key: check that entry on its own, then rebuild both records from the document.
+  if (Object.hasOwn(rawPending, "__proto__")) {
+    const entry = pendingEntry.safeParse(rawPending["__proto__"]);
+    if (!entry.success) throw invalid(`execution.pending.__proto__: ${describe(entry.error)}`);
+    if (entry.data.value.inputId !== "__proto__") throw invalid("execution.pending.__proto__.value.inputId: does not match its key");
+    putOwn(stored.execution.pending, "__proto__", entry.data);
+  }
   const { textSnapshotDigests, lastTaskId, ...execution } = stored.execution;
   return {
     schemaVersion: 1,
@@ -90,19 +102,22 @@ export function parseThreadRecord(json: unknown, threadId: string): ThreadRecord
     execution: {
       ...execution,
       lastTaskId: lastTaskId ?? null,
-      pending: Object.fromEntries(
-        Object.entries(execution.pending).map(([key, entry]) => [
-          key,
-          {
-            value: entry.value as ThreadRecord["execution"]["pending"][string]["value"],
-            sideband: entry.sideband,
-            ...(entry.expiresAt === undefined ? {} : { expiresAt: entry.expiresAt }),
-          },
-        ]),
+      pending: idRecordOf(
+        Object.keys(rawPending).map((key) => {
+          const entry = stored.execution.pending[key]!;
+          return [
+            key,
+            {
+              value: entry.value as ThreadRecord["execution"]["pending"][string]["value"],
+              sideband: entry.sideband,
+              ...(entry.expiresAt === undefined ? {} : { expiresAt: entry.expiresAt }),
+            },
+          ];
+        }),
       ),
       ...(textSnapshotDigests !== undefined && textSnapshotDigests.length > 0 && { textSnapshotDigests: [...new Set(textSnapshotDigests)].sort() }),
     },
-    runDigests: wellFormedRunDigests(stored.runDigests),
+    runDigests: wellFormedRunDigests(rawDigests),
     appliedResumeDigests: stored.appliedResumeDigests,
     terminalExecutionIds: stored.terminalExecutionIds,
   };
@@ -122,6 +137,13 @@ export function assertStorable(record: ThreadRecord): void {
   if (hasProtoKey(record)) throw new Error("refusing to store thread state: forbidden key __proto__");
   const parsed = writableRecord.safeParse(record);
   if (!parsed.success) throw new Error(`refusing to store thread state: ${describe(parsed.error)}`);
+  // The "__proto__" entries zod's records skip.
+  const protoPending = Object.hasOwn(record.execution.pending, "__proto__") ? record.execution.pending["__proto__"] : undefined;
+  if (protoPending !== undefined && (!pendingEntry.safeParse(protoPending).success || protoPending.value.inputId !== "__proto__")) {
+    throw new Error("refusing to store thread state: execution.pending.__proto__ is invalid");
+  }
+  const protoDigest = Object.hasOwn(record.runDigests, "__proto__") ? record.runDigests["__proto__"] : undefined;
+  if (protoDigest !== undefined && !DIGEST.test(protoDigest)) throw new Error("refusing to store thread state: runDigests.__proto__ is invalid");
 }
 
 function disallowedInputKeys(value: Record<string, unknown>): string[] {
@@ -129,21 +151,34 @@ function disallowedInputKeys(value: Record<string, unknown>): string[] {
 }
 
 function wellFormedRunDigests(raw: Record<string, unknown>): Record<string, string> {
-  const kept: Record<string, string> = {};
+  const kept = idRecord<string>();
   for (const [runId, value] of Object.entries(raw)) {
-    if (runId !== "" && typeof value === "string" && DIGEST.test(value)) kept[runId] = value;
+    if (runId !== "" && typeof value === "string" && DIGEST.test(value)) putOwn(kept, runId, value);
   }
   return kept;
 }
 
+function idRecordOf<T>(entries: [string, T][]): Record<string, T> {
+  const record = idRecord<T>();
+  for (const [key, value] of entries) putOwn(record, key, value);
+  return record;
+}
+
+/** A "__proto__" key anywhere, except as a key of the id-keyed records (run digests, pending interrupts). */
 function hasProtoKey(root: unknown): boolean {
+  const idKeyed = new Set<unknown>();
+  if (typeof root === "object" && root !== null) {
+    const document = root as { runDigests?: unknown; execution?: { pending?: unknown } };
+    idKeyed.add(document.runDigests);
+    if (typeof document.execution === "object" && document.execution !== null) idKeyed.add(document.execution.pending);
+  }
   const stack: unknown[] = [root];
   const seen = new Set<object>();
   while (stack.length > 0) {
     const item = stack.pop();
     if (typeof item !== "object" || item === null || seen.has(item)) continue;
     seen.add(item);
-    if (!Array.isArray(item) && Object.hasOwn(item, "__proto__")) return true;
+    if (!Array.isArray(item) && !idKeyed.has(item) && Object.hasOwn(item, "__proto__")) return true;
     for (const child of Object.values(item)) stack.push(child);
   }
   return false;

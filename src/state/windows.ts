@@ -1,0 +1,43 @@
+// Thread state that would otherwise grow with every turn, kept for a bounded window (README "Limits"): the
+// digests of recent run ids (a replay within the window is still refused), the executions that ended (for
+// the cancel route's "already_terminal") and the answers applied (for RESUME_ALREADY_APPLIED). Older entries
+// are dropped oldest first. Id-keyed entries are written as own properties, so "__proto__" is an id like
+// any other instead of a prototype assignment that silently records nothing.
+import type { AppliedResumeDigest, ThreadRecord } from "./thread-store.js";
+
+export const DEFAULT_RUN_ID_WINDOW = 256;
+
+/** Sets `record[key]` as an own property, whatever the key (plain `obj[key] = v` on "__proto__" sets the prototype). */
+export function putOwn<T>(record: Record<string, T>, key: string, value: T): void {
+  Object.defineProperty(record, key, { value, writable: true, enumerable: true, configurable: true });
+}
+
+/** An empty id-keyed record without a prototype: no inherited key can be mistaken for an id. */
+export function idRecord<T>(): Record<string, T> {
+  return Object.create(null) as Record<string, T>;
+}
+
+/**
+ * Records a run id's digest, newest last, and drops the oldest beyond `window`. Keys that are array indices
+ * ("42") enumerate first in JavaScript objects, so among those the smallest goes first.
+ */
+export function rememberRunDigest(record: ThreadRecord, runId: string, digest: string, window: number): void {
+  delete record.runDigests[runId];
+  putOwn(record.runDigests, runId, digest);
+  const ids = Object.keys(record.runDigests);
+  for (let i = 0; i < ids.length - window; i++) delete record.runDigests[ids[i]!];
+}
+
+export function rememberTerminalExecution(record: ThreadRecord, executionId: string, window: number): void {
+  const ids = record.terminalExecutionIds;
+  if (ids.includes(executionId)) return;
+  ids.push(executionId);
+  if (ids.length > window) ids.splice(0, ids.length - window);
+}
+
+/** Replaces the entry of the same execution and interrupt, newest last. */
+export function rememberAppliedDigest(record: ThreadRecord, entry: AppliedResumeDigest, window: number): void {
+  const kept = record.appliedResumeDigests.filter((d) => !(d.executionId === entry.executionId && d.interruptId === entry.interruptId));
+  kept.push(entry);
+  record.appliedResumeDigests = kept.length > window ? kept.slice(kept.length - window) : kept;
+}
