@@ -1,0 +1,157 @@
+// Thread state stays bounded and ids are ids (issue 14): ids of at most 256 code points of well-formed
+// Unicode, run ids remembered for a window (the file stops growing; recent ids stay single-use), and
+// "__proto__" an id like any other — as a run id and as an upstream interrupt id.
+import { readFile, stat } from "node:fs/promises";
+import { randomUUID } from "node:crypto";
+import type { RunAgentInput } from "@ag-ui/client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createDemoScript, type TurnScript } from "../src/demo/index.js";
+import { serializeThreadRecord } from "../src/state/file-store.js";
+import type { ThreadRecord } from "../src/state/thread-store.js";
+import { parseThreadRecord } from "../src/state/validate.js";
+import { DEFAULT_RUN_ID_WINDOW, idRecord, rememberRunDigest, rememberTerminalExecution } from "../src/state/windows.js";
+import { allowOnce, interruptsOf, resumeInput, startDurableStack, type DurableStack } from "./helpers/durable.js";
+import { frame, postRaw, promptOf, runWithHttpAgent } from "./helpers/e2e.js";
+import { sseEvents } from "./helpers/faults.js";
+
+const WINDOW = 8;
+const SESSION = "session-bounds";
+const PID = process.pid;
+
+const demo = createDemoScript({ frameDelayMs: 0 });
+const script: TurnScript = (turn) => {
+  if (promptOf(turn) === "proto input") {
+    return [
+      frame.working({ sessionId: SESSION }),
+      frame.status("TASK_STATE_INPUT_REQUIRED", {
+        sessionId: SESSION,
+        iac: {
+          input: { schemaVersion: 1, kind: "permission", requestTaskId: turn.taskId, contextId: turn.contextId, inputId: "__proto__", toolUseId: "tool-p", prompt: "Allow?", required: true },
+        },
+      }),
+    ];
+  }
+  if (turn.existingTask) return [frame.working({ text: "Answer received.", messageId: `m-${turn.turnIndex}` }), frame.status("TASK_STATE_INPUT_REQUIRED", { sessionId: SESSION })];
+  return demo(turn);
+};
+
+let stack: DurableStack;
+
+beforeAll(async () => {
+  stack = await startDurableStack({ script, gateway: { runIdWindow: WINDOW, interruptTtlSeconds: 0 } });
+});
+
+afterAll(async () => {
+  await stack?.close();
+});
+
+async function expectAlive(): Promise<void> {
+  expect(process.pid).toBe(PID);
+  const health = await fetch(new URL("/health", stack.gateway.url), { signal: AbortSignal.timeout(1_000) });
+  expect(health.status).toBe(200);
+}
+
+const threadFile = (threadId: string) => `${stack.stateDir}/threads/${threadId}.json`;
+
+async function turn(input: RunAgentInput): Promise<{ status: number; code?: string; last?: string }> {
+  const reply = await postRaw(stack.gateway.url, input);
+  if (reply.status !== 200) return { status: reply.status, code: (reply.json as { error?: { code?: string } })?.error?.code };
+  const events = sseEvents(reply.text).events;
+  return { status: 200, ...(events.at(-1) && { last: events.at(-1)!.type }) };
+}
+
+describe("ids", () => {
+  it("a thread id with a lone surrogate is INVALID_INPUT, so it never collides with its U+FFFD twin", async () => {
+    const lone = await turn(stack.input({ threadId: "coll-\ud800" }));
+    expect(lone).toMatchObject({ status: 400, code: "INVALID_INPUT" });
+    expect(await turn(stack.input({ threadId: "coll-\ufffd" }))).toMatchObject({ status: 200, last: "RUN_FINISHED" });
+    expect(await turn(stack.input({ threadId: "coll-\ufffd", runId: randomUUID() }))).toMatchObject({ status: 200, last: "RUN_FINISHED" });
+    await expectAlive();
+  });
+
+  it("thread, run and interrupt ids of more than 256 code points are INVALID_INPUT; 256 pass", async () => {
+    const long = "\u{1F642}".repeat(257);
+    for (const overrides of [{ threadId: long }, { runId: long }, { runId: "r".repeat(100_000) }, { resume: [allowOnce(long)] }]) {
+      const reply = await postRaw(stack.gateway.url, stack.input(overrides));
+      expect(reply.status).toBe(400);
+      expect((reply.json as { error: { code: string; message: string } }).error.code).toBe("INVALID_INPUT");
+    }
+    expect(await turn(stack.input({ threadId: "\u{1F642}".repeat(256), runId: "r".repeat(256) }))).toMatchObject({ status: 200, last: "RUN_FINISHED" });
+    await expectAlive();
+  });
+
+  it('"__proto__" as a run id is recorded: its replay is refused, also after a restart', async () => {
+    const first = stack.input({ runId: "__proto__" });
+    expect(await turn(first)).toMatchObject({ status: 200, last: "RUN_FINISHED" });
+    expect(await turn(first)).toMatchObject({ status: 409, code: "DUPLICATE_RUN_ID" });
+    const stored = JSON.parse(await readFile(threadFile(first.threadId), "utf8")) as { runDigests: Record<string, string> };
+    expect(Object.hasOwn(stored.runDigests, "__proto__")).toBe(true);
+    await stack.restart();
+    expect(await turn(first)).toMatchObject({ status: 409, code: "DUPLICATE_RUN_ID" });
+    await expectAlive();
+  });
+
+  it('an upstream interrupt id "__proto__" is stored as pending and can be answered, also after a restart', async () => {
+    const first = stack.input({ prompt: "proto input" });
+    const parked = await runWithHttpAgent(stack.gateway.url, first);
+    expect(interruptsOf(parked.events).map((i) => i.id)).toEqual(["__proto__"]);
+    const stored = JSON.parse(await readFile(threadFile(first.threadId), "utf8")) as ThreadRecord;
+    expect(Object.keys(stored.execution.pending)).toEqual(["__proto__"]);
+    await stack.restart();
+    const answered = await postRaw(stack.gateway.url, resumeInput(first, [allowOnce("__proto__")]));
+    expect(answered.status).toBe(200);
+    const events = sseEvents(answered.text).events;
+    expect(events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
+    const after = JSON.parse(await readFile(threadFile(first.threadId), "utf8")) as ThreadRecord;
+    expect(Object.keys(after.execution.pending)).toEqual([]);
+    expect(after.appliedResumeDigests.map((d) => d.interruptId)).toEqual(["__proto__"]);
+    await expectAlive();
+  });
+});
+
+describe("state growth", () => {
+  it(`the thread file stops growing after ${WINDOW} turns; the last ${WINDOW} run ids stay single-use`, async () => {
+    const threadId = `growth-${randomUUID()}`;
+    const inputs: RunAgentInput[] = [];
+    const sizes: number[] = [];
+    for (let i = 0; i < 4 * WINDOW; i++) {
+      // Same-length run ids, so a stable window means a stable size.
+      const input = stack.input({ threadId, runId: `run-${String(i).padStart(4, "0")}` });
+      inputs.push(input);
+      expect(await turn(input)).toMatchObject({ status: 200, last: "RUN_FINISHED" });
+      sizes.push((await stat(threadFile(threadId))).size);
+    }
+    expect(new Set(sizes.slice(WINDOW + 1)).size).toBe(1);
+    const record = JSON.parse(await readFile(threadFile(threadId), "utf8")) as ThreadRecord;
+    expect(Object.keys(record.runDigests)).toEqual(inputs.slice(-WINDOW).map((i) => i.runId));
+    expect(record.terminalExecutionIds.length).toBeLessThanOrEqual(WINDOW);
+    for (const recent of inputs.slice(-WINDOW)) expect(await turn(recent)).toMatchObject({ status: 409, code: "DUPLICATE_RUN_ID" });
+    await expectAlive();
+  });
+
+  it(`with the default window (${DEFAULT_RUN_ID_WINDOW}) a record of 1,000 turns is the size of one of ${DEFAULT_RUN_ID_WINDOW}`, () => {
+    const record: ThreadRecord = {
+      schemaVersion: 1,
+      threadId: "t",
+      contextId: "c",
+      cwd: "/w",
+      userId: null,
+      iacCodeSessionId: null,
+      execution: { executionId: "e", rosInvocationId: "r", taskId: null, lastTaskId: null, pipelineSequence: 0, pipelineOpenSteps: [], pending: idRecord() },
+      runDigests: idRecord(),
+      appliedResumeDigests: [],
+      terminalExecutionIds: [],
+    };
+    const sizes: number[] = [];
+    for (let i = 0; i < 1_000; i++) {
+      rememberRunDigest(record, randomUUID(), "a".repeat(64), DEFAULT_RUN_ID_WINDOW);
+      rememberTerminalExecution(record, randomUUID(), DEFAULT_RUN_ID_WINDOW);
+      sizes.push(serializeThreadRecord(record).length);
+    }
+    expect(sizes[999]).toBe(sizes[DEFAULT_RUN_ID_WINDOW]);
+    expect(sizes[999]).toBeLessThan(64 * 1024);
+    // The window survives a round trip through the file in order: what leaves next is still the oldest.
+    const reread = parseThreadRecord(JSON.parse(serializeThreadRecord(record)), "t");
+    expect(Object.keys(reread.runDigests)).toEqual(Object.keys(record.runDigests));
+  });
+});
