@@ -61,6 +61,8 @@ export interface RunningGateway {
   runs: RunService;
   metrics: GatewayMetrics;
   server: Server;
+  /** Start-up recovery of runs that were active when a previous process stopped: how many were cancelled. */
+  recovery: Promise<number>;
   close(): Promise<void>;
 }
 
@@ -183,6 +185,11 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       onIdle();
     } });
   }
+  // In the background: a large state directory must not delay serving.
+  const recovery = runs.recoverAbandonedRuns().then((n) => {
+    if (n > 0) logger.warn({ recovered: n }, "cancelled the A2A tasks of runs that were active when the gateway stopped");
+    return n;
+  });
   const host = options.host.includes(":") ? `[${options.host}]` : options.host;
   logger.info({ host: options.host, port, a2aUrl: options.a2aUrl, allowedRoots }, "gateway listening");
   return {
@@ -191,9 +198,11 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     runs,
     metrics,
     server,
+    recovery,
     close: async () => {
       idle?.stop();
       runs.stopAdmitting();
+      await recovery;
       // Closing the sockets ends every stream: interrupted runs are already durable, active normal runs
       // are cancelled upstream by their release, which drain() waits for (bounded).
       await new Promise<void>((resolve) => {

@@ -133,7 +133,7 @@ export class RunService {
       const { threadId, runId, iacCode } = request;
       const isResume = request.resume !== undefined;
       let kind: RunTicket["kind"] = isResume ? "resume" : "turn";
-      let record = await this.loadThread(threadId);
+      let record = await this.loadThread(threadId, true);
       const before = record ? structuredClone(record) : undefined;
       if (!record) {
         if (isResume) throw admission.executionLost();
@@ -634,7 +634,7 @@ export class RunService {
   /** The cancel extension (reference-adapter §8.3); upstream failures surface as A2A_UNAVAILABLE. */
   cancel(executionId: string, threadId: string, rosInvocationId: string): Promise<CancelOutcome> {
     return this.lock.run(threadId, async () => {
-      const record = await this.loadThread(threadId);
+      const record = await this.loadThread(threadId, true);
       if (!record) return "not_found";
       const execution = record.execution;
       if (execution.executionId !== executionId) {
@@ -661,11 +661,62 @@ export class RunService {
     });
   }
 
-  private async loadThread(threadId: string): Promise<ThreadRecord | undefined> {
+  /**
+   * Start-up recovery: every thread whose state says a run was active when the process stopped gets that
+   * run's A2A task cancelled and the mark cleared (the same happens on a thread's next access, see
+   * loadThread). Resolves with how many were recovered; never rejects.
+   */
+  async recoverAbandonedRuns(): Promise<number> {
+    const list = this.options.store.threadIds;
+    if (!list) return 0;
+    let recovered = 0;
+    try {
+      const ids = await list.call(this.options.store);
+      for (const threadId of ids) {
+        await this.lock
+          .run(threadId, async () => {
+            if (this.threads.has(threadId)) return;
+            const record = await this.options.store.load(threadId);
+            if (record && (await this.recoverAbandoned(record))) recovered++;
+          })
+          .catch((error: unknown) => this.options.logger.warn({ err: error, threadId }, "start-up recovery skipped a thread"));
+      }
+    } catch (error) {
+      this.options.logger.warn({ err: error }, "start-up recovery could not list the threads");
+    }
+    return recovered;
+  }
+
+  /**
+   * A record read from the store (so no run of this process holds it) whose execution still names a task
+   * with no interrupt pending: a run was active when the gateway stopped. Nobody will read that task again,
+   * so it is cancelled upstream, as release() would have done, and the mark cleared.
+   */
+  private async recoverAbandoned(record: ThreadRecord): Promise<boolean> {
+    const execution = record.execution;
+    if (execution.taskId === null || Object.keys(execution.pending).length > 0 || this.activeRuns.has(record.threadId)) return false;
+    this.options.logger.warn(
+      { threadId: record.threadId, taskId: execution.taskId, executionId: execution.executionId },
+      "a run was active when the gateway stopped: cancelling its A2A task",
+    );
+    await this.cancelUpstream(record);
+    markTerminal(record, this.window);
+    await this.persist(record);
+    return true;
+  }
+
+  /** `recover`: only under the thread's lock (admission, cancel), where a recovery write cannot race a run. */
+  private async loadThread(threadId: string, recover = false): Promise<ThreadRecord | undefined> {
     const cached = this.threads.get(threadId);
     if (cached) return cached;
     try {
-      return await this.options.store.load(threadId);
+      const record = await this.options.store.load(threadId);
+      if (record && recover) {
+        await this.recoverAbandoned(record).catch((error: unknown) =>
+          this.options.logger.warn({ err: error, threadId }, "recovery of an abandoned run could not be written"),
+        );
+      }
+      return record;
     } catch (error) {
       if (error instanceof StateUnavailableError) {
         this.options.logger.warn({ err: error, threadId }, "thread state unavailable");

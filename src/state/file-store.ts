@@ -95,6 +95,30 @@ export class FileThreadStore implements ThreadStore {
     return parseThreadRecord(json, threadId);
   }
 
+  /** Ids are read from the files (a stem may be a hash); temp files and unreadable files are skipped. */
+  async threadIds(): Promise<string[]> {
+    let names: string[];
+    try {
+      names = await fsp.readdir(this.threadsDir);
+    } catch (error) {
+      if (errorCode(error) === "ENOENT") return [];
+      throw error;
+    }
+    const ids: string[] = [];
+    for (const name of names) {
+      if (!name.endsWith(".json") || name.startsWith(".")) continue;
+      try {
+        const info = await this.fs.lstat(path.join(this.threadsDir, name));
+        if (!info.isFile()) continue;
+        const json = JSON.parse(await this.readRegularFile(path.join(this.threadsDir, name))) as { threadId?: unknown };
+        if (typeof json.threadId === "string" && `${threadFileStem(json.threadId)}.json` === name) ids.push(json.threadId);
+      } catch {
+        // Unreadable or foreign: load() reports it when that thread is used.
+      }
+    }
+    return ids;
+  }
+
   async remove(threadId: string): Promise<void> {
     await this.fs.unlink(this.fileFor(threadId)).catch((error: NodeJS.ErrnoException) => {
       if (error.code !== "ENOENT") throw error;

@@ -63,6 +63,8 @@ export interface ThreadStore {
   save(record: ThreadRecord): Promise<void>;
   /** Forgets a thread (rolling back the admission of a new thread whose write failed). */
   remove?(threadId: string): Promise<void>;
+  /** Every stored thread's id (start-up recovery); unreadable records are skipped. */
+  threadIds?(): Promise<string[]>;
 }
 
 /** In-process store: the same contract without a disk, for tests and embedders. */
@@ -81,5 +83,9 @@ export class MemoryThreadStore implements ThreadStore {
 
   async remove(threadId: string): Promise<void> {
     this.threads.delete(threadId);
+  }
+
+  async threadIds(): Promise<string[]> {
+    return [...this.threads.keys()];
   }
 }
