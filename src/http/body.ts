@@ -1,8 +1,10 @@
 // Request bodies are counted while they stream in, against the request's own limit and against a budget
-// shared by all connections (what is buffered and parsed at once). A refusal is answered at once, and the
-// rest of the body is still read — discarded, up to a bound — while the connection stays open: a client that
-// writes its whole body before reading (Python urllib, requests) otherwise meets a reset socket instead of
-// the JSON envelope. A body that has not arrived by its deadline is cut with 408.
+// shared by all connections (what is buffered and parsed at once). The rest of a refused body is still read
+// — discarded, up to a bound — before the connection closes: a client that writes its whole body before
+// reading (Python urllib, requests) otherwise meets a reset socket instead of the JSON envelope. A keep-alive
+// client gets the answer at once (the drain goes on behind it); one that asked for `Connection: close`
+// gets it once its body is in, since Node closes such a connection as soon as the answer is sent. A body
+// that has not arrived by its deadline is cut with 408.
 import type { IncomingMessage } from "node:http";
 import { HttpError } from "./errors.js";
 
@@ -91,6 +93,7 @@ export function readBody(req: IncomingMessage, limit: number, texts: BodyTexts, 
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;
+    const deadlineAt = options.deadlineMs && options.deadlineMs > 0 ? Date.now() + options.deadlineMs : undefined;
     const cleanup = () => {
       settled = true;
       if (timer) clearTimeout(timer);
@@ -104,7 +107,10 @@ export function readBody(req: IncomingMessage, limit: number, texts: BodyTexts, 
       cleanup();
       chunks.length = 0;
       lease?.release();
-      if (error.status !== 408) drain(req, size, limit + MAX_DRAIN_BYTES);
+      if (error.status === 408 || req.readableEnded) return reject(error);
+      const remainingMs = deadlineAt === undefined ? 0 : Math.max(1, deadlineAt - Date.now());
+      if (closesAfterAnswer(req)) return drain(req, size, limit + MAX_DRAIN_BYTES, remainingMs, () => reject(error));
+      drain(req, size, limit + MAX_DRAIN_BYTES, remainingMs);
       reject(error);
     };
     const onData = (chunk: Buffer) => {
@@ -131,24 +137,43 @@ export function readBody(req: IncomingMessage, limit: number, texts: BodyTexts, 
   });
 }
 
-/** Reads and discards what is left of a refused body; past `maxBytes` in all, the connection is closed. */
-function drain(req: IncomingMessage, alreadyRead: number, maxBytes: number): void {
-  if (req.readableEnded) return;
+/** The connection ends with this answer: HTTP/1.0 without keep-alive, or `Connection: close`. */
+function closesAfterAnswer(req: IncomingMessage): boolean {
+  const connection = String(req.headers.connection ?? "").toLowerCase();
+  if (req.httpVersion === "1.0") return !connection.includes("keep-alive");
+  return connection.split(",").some((token) => token.trim() === "close");
+}
+
+/**
+ * Reads and discards what is left of a refused body, then calls `done`. Past `maxBytes` in all, or after
+ * `deadlineMs` (0 = none), it stops reading: `done` still runs, and the connection closes with the answer.
+ */
+function drain(req: IncomingMessage, alreadyRead: number, maxBytes: number, deadlineMs: number, done: () => void = () => undefined): void {
   let total = alreadyRead;
-  const declared = Number(req.headers["content-length"]);
-  if (Number.isInteger(declared) && declared > maxBytes) {
-    req.socket.destroy();
-    return;
-  }
+  let finished = false;
+  const finish = (cut: boolean) => {
+    if (finished) return;
+    finished = true;
+    if (timer) clearTimeout(timer);
+    req.off("data", onData);
+    req.off("end", onEnd);
+    req.off("close", onEnd);
+    if (cut) req.socket.setNoDelay(true);
+    done();
+    // What the client still sends will not be read: closing now is the only bound.
+    if (cut) setImmediate(() => req.socket.destroySoon());
+  };
   const onData = (chunk: Buffer) => {
     total += chunk.length;
-    if (total > maxBytes) {
-      req.off("data", onData);
-      req.socket.destroy();
-    }
+    if (total > maxBytes) finish(true);
   };
+  const onEnd = () => finish(false);
+  const declared = Number(req.headers["content-length"]);
+  if (Number.isInteger(declared) && declared > maxBytes) return finish(true);
+  const timer = deadlineMs > 0 ? setTimeout(() => finish(true), deadlineMs) : undefined;
   req.on("data", onData);
-  req.once("end", () => req.off("data", onData));
+  req.once("end", onEnd);
+  req.once("close", onEnd);
   req.resume();
 }
 

@@ -53,6 +53,8 @@ export const ENVELOPE_CODES: ReadonlySet<string> = new Set([
   "A2A_PROTOCOL_ERROR",
   "A2A_EXECUTION_FAILED",
   "CANCELLED",
+  "SERVER_BUSY",
+  "REQUEST_TIMEOUT",
 ]);
 
 /** Every RUN_ERROR code (operators/types.ts RunErrorCode). */
@@ -177,8 +179,9 @@ export function streamProblems(events: readonly Event[], tolerateToolCallIds: re
 /** A refusal must be exactly {"error":{"code","message"}} with a known code and a < 500 status (503 only for state). */
 export function envelopeProblems(reply: Reply): string[] {
   const problems: string[] = [];
-  // The one 5xx the seeds allow: 503 for a thread whose state cannot be read or written.
-  const stateCodes = ["STATE_UNAVAILABLE", "STATE_PERSISTENCE_FAILED"];
+  // The 5xx the seeds allow: 503 for a thread whose state cannot be read or written.
+  // Plus 503 SERVER_BUSY: the shared request-body budget is spent (issue 14).
+  const stateCodes = ["STATE_UNAVAILABLE", "STATE_PERSISTENCE_FAILED", "SERVER_BUSY"];
   if (reply.status >= 500 && !(reply.status === 503 && stateCodes.includes(reply.json?.error?.code))) problems.push(`status ${reply.status}`);
   if (!String(reply.headers["content-type"] ?? "").startsWith("application/json")) problems.push(`content-type ${String(reply.headers["content-type"])}`);
   const json = reply.json as { error?: { code?: unknown; message?: unknown } } | undefined;

@@ -1,0 +1,248 @@
+// Unauthenticated clients against the gateway's own resources (issue 14, item 3): a shared budget for the
+// request bodies buffered at once, deadlines for headers and bodies, a connection cap, and refused bodies
+// drained behind their answer. Loopback only, every test bounded in time; the process is still this one
+// and /health answers after each.
+import { execFile } from "node:child_process";
+import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { request as httpRequest } from "node:http";
+import { connect, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createDemoScript, startScriptedA2AServer, type ScriptedA2AServer } from "../src/demo/index.js";
+import { startGateway, type RunningGateway } from "../src/gateway.js";
+import { ensureCliBuilt, startCli, type CliGateway } from "./helpers/durable.js";
+import { envelopeProblems, httpCall, quietLogger, type Reply } from "./helpers/faults.js";
+
+const MiB = 1024 * 1024;
+const PID = process.pid;
+
+let upstream: ScriptedA2AServer;
+let root: string;
+const gateways: RunningGateway[] = [];
+const children: CliGateway[] = [];
+
+beforeAll(async () => {
+  upstream = await startScriptedA2AServer({ script: createDemoScript({ frameDelayMs: 0 }) });
+  root = await mkdtemp(path.join(tmpdir(), "agui-flood-"));
+  await mkdir(path.join(root, "ws"));
+}, 120_000);
+
+afterAll(async () => {
+  for (const child of children) await child.kill("SIGKILL");
+  for (const gateway of gateways) await gateway.close();
+  await upstream?.close();
+  if (root) await rm(root, { recursive: true, force: true });
+});
+
+async function launch(extra: Parameters<typeof startGateway>[0] extends infer O ? Partial<O> : never = {}): Promise<RunningGateway> {
+  const gateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: upstream.url, allowedRoots: [root], logger: quietLogger, ...extra });
+  gateways.push(gateway);
+  return gateway;
+}
+
+async function healthMs(url: string): Promise<number> {
+  const started = Date.now();
+  const reply = await httpCall(new URL("/health", url).href, { method: "GET", timeoutMs: 5_000 });
+  expect(reply.status).toBe(200);
+  return Date.now() - started;
+}
+
+async function expectAlive(url: string): Promise<void> {
+  expect(process.pid).toBe(PID);
+  expect(await healthMs(url)).toBeLessThan(1_000);
+}
+
+/** POSTs `body` on a fresh connection, `chunk` bytes every `everyMs` (0: as fast as the socket takes it). */
+function upload(url: string, body: Buffer, opts: { chunk?: number; everyMs?: number; chunked?: boolean } = {}): Promise<Reply | Error> {
+  const target = new URL(url);
+  return new Promise((resolve) => {
+    const headers: Record<string, string> = { "Content-Type": "application/json", Connection: "close" };
+    if (!opts.chunked) headers["Content-Length"] = String(body.length);
+    const req = httpRequest({ host: target.hostname, port: target.port, path: "/", method: "POST", headers, agent: false }, (res) => {
+      const parts: Buffer[] = [];
+      res.on("data", (c: Buffer) => parts.push(c));
+      res.on("end", () => {
+        const text = Buffer.concat(parts).toString("utf8");
+        let json: unknown;
+        try {
+          json = JSON.parse(text);
+        } catch {
+          json = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts), text, ...(json !== undefined && { json }) });
+        req.destroy();
+      });
+      res.on("error", resolve);
+    });
+    req.on("error", resolve);
+    const chunk = opts.chunk ?? 256 * 1024;
+    let at = 0;
+    const pump = () => {
+      while (at < body.length && !req.destroyed) {
+        const piece = body.subarray(at, at + chunk);
+        at += piece.length;
+        const more = req.write(piece);
+        if (opts.everyMs) return void setTimeout(pump, opts.everyMs);
+        if (!more) return void req.once("drain", pump);
+      }
+      if (at >= body.length && !req.destroyed) req.end();
+    };
+    pump();
+  });
+}
+
+/** An 11 MiB JSON object (valid JSON, not a RunAgentInput): read, parsed, then refused with 400. */
+function bigJson(bytes: number): Buffer {
+  const body = Buffer.alloc(bytes, 0x61);
+  body.write('{"x":"', 0);
+  body.write('"}', bytes - 2);
+  return body;
+}
+
+describe("refused bodies are drained behind their answer", () => {
+  it("Python urllib posting 13 MiB reads the 413 envelope, 10 times out of 10 (and chunked, 3 of 3)", async () => {
+    const gateway = await launch();
+    const script = `
+import json, sys, urllib.request, urllib.error
+url = sys.argv[1]
+body = b" " * (13 * 1024 * 1024)
+def attempt(data):
+    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        urllib.request.urlopen(req, timeout=30)
+        return "no error"
+    except urllib.error.HTTPError as e:
+        return "%d %s" % (e.code, json.loads(e.read())["error"]["code"])
+    except Exception as e:
+        return repr(e)
+print(json.dumps([attempt(body) for _ in range(10)] + [attempt(iter([body[i:i + 65536] for i in range(0, len(body), 65536)])) for _ in range(3)]))
+`;
+    // Asynchronously: the gateway under test lives in this process and must keep serving meanwhile.
+    const result = await new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
+      execFile("python3", ["-c", script, gateway.url], { encoding: "utf8", timeout: 90_000 }, (error, stdout, stderr) =>
+        error ? reject(error) : resolve({ stdout, stderr }),
+      );
+    });
+    expect(result.stderr).toBe("");
+    expect(JSON.parse(result.stdout)).toEqual(Array.from({ length: 13 }, () => "413 REQUEST_TOO_LARGE"));
+    await expectAlive(gateway.url);
+  }, 100_000);
+});
+
+describe("the shared body budget", () => {
+  it("over budget a request gets 503 SERVER_BUSY with Retry-After at once; the budget is released afterwards", async () => {
+    const gateway = await launch({ bodyBudgetMib: 12 });
+    const body = bigJson(11 * MiB);
+    // The first upload holds 11 MiB of the 12 while it trickles in...
+    const slow = upload(gateway.url, body, { chunk: MiB, everyMs: 150 });
+    await new Promise((r) => setTimeout(r, 100));
+    const refused = await upload(gateway.url, body);
+    expect(refused).not.toBeInstanceOf(Error);
+    const reply = refused as Reply;
+    expect(envelopeProblems(reply)).toEqual([]);
+    expect([reply.status, reply.json?.error?.code, reply.headers["retry-after"]]).toEqual([503, "SERVER_BUSY", "1"]);
+    await expectAlive(gateway.url);
+    const first = (await slow) as Reply;
+    expect([first.status, first.json?.error?.code]).toEqual([400, "INVALID_INPUT"]);
+    // ...and gives it back once refused: the next one is read in full.
+    const again = (await upload(gateway.url, body)) as Reply;
+    expect([again.status, again.json?.error?.code]).toEqual([400, "INVALID_INPUT"]);
+    const refusedCount = (await gateway.metrics.refusedRequests.get()).values.find((v) => v.labels["reason"] === "budget")?.value;
+    expect(refusedCount).toBe(1);
+  }, 30_000);
+});
+
+describe("deadlines and the connection cap", () => {
+  it("a body trickled slower than the body deadline is cut with a 408 envelope", async () => {
+    const gateway = await launch({ bodyTimeoutSeconds: 1 });
+    const started = Date.now();
+    const reply = (await upload(gateway.url, bigJson(64 * 1024), { chunk: 10, everyMs: 200 })) as Reply;
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(envelopeProblems(reply)).toEqual([]);
+    expect([reply.status, reply.json?.error?.code]).toEqual([408, "REQUEST_TIMEOUT"]);
+    await expectAlive(gateway.url);
+  }, 20_000);
+
+  it("headers trickled past the headers deadline lose their connection; idle sockets beyond the cap are closed at once", async () => {
+    const gateway = await launch({ headersTimeoutSeconds: 1, maxConnections: 10 });
+    const port = gateway.port;
+    const sockets: Socket[] = [];
+    const closedAt: number[] = [];
+    const started = Date.now();
+    for (let i = 0; i < 15; i++) {
+      const socket = connect(port, "127.0.0.1");
+      socket.on("error", () => undefined);
+      socket.on("close", () => closedAt.push(Date.now() - started));
+      socket.write("POST / HTTP/1.1\r\nHost: x\r\n");
+      sockets.push(socket);
+    }
+    const trickle = setInterval(() => {
+      for (const s of sockets) if (!s.destroyed) s.write("X-Slow: 1\r\n");
+    }, 200);
+    try {
+      // Five are over the cap, the rest are cut by the headers deadline (checked every second).
+      await expect.poll(() => closedAt.length, { timeout: 6_000, interval: 100 }).toBe(15);
+      expect(closedAt.filter((t) => t < 500)).toHaveLength(5);
+      expect(Math.max(...closedAt)).toBeLessThan(4_000);
+    } finally {
+      clearInterval(trickle);
+      for (const s of sockets) s.destroy();
+    }
+    const dropped = (await gateway.metrics.refusedRequests.get()).values.find((v) => v.labels["reason"] === "connections")?.value;
+    expect(dropped).toBe(5);
+    await expectAlive(gateway.url);
+  }, 20_000);
+
+  it("an SSE stream outlives the body and headers deadlines", async () => {
+    const slowUpstream = await startScriptedA2AServer({ script: createDemoScript({ frameDelayMs: 150 }) });
+    const gateway = await startGateway({
+      host: "127.0.0.1", port: 0, a2aUrl: slowUpstream.url, allowedRoots: [root], logger: quietLogger, bodyTimeoutSeconds: 1, headersTimeoutSeconds: 1,
+    });
+    try {
+      const started = Date.now();
+      const { inputFor, postJson } = await import("./helpers/faults.js");
+      const reply = await postJson(gateway.url, inputFor(path.join(root, "ws")));
+      expect(Date.now() - started).toBeGreaterThan(2_500);
+      expect(reply.text).toContain('"type":"RUN_FINISHED"');
+    } finally {
+      await gateway.close();
+      await slowUpstream.close();
+    }
+  }, 30_000);
+});
+
+describe("the issue's flood target, against a real gateway process", () => {
+  it("100 concurrent 11 MiB bodies: RSS stays under 700 MB, /health answers within 1 s throughout, every request gets an answer", async () => {
+    ensureCliBuilt();
+    const child = await startCli(["--a2a-url", upstream.url, "--port", "0", "--state-dir", path.join(root, "state")], { IAC_CODE_AGUI_ALLOWED_CWDS: root });
+    children.push(child);
+    const pid = child.child.pid!;
+    const rss = async () => Number(/VmRSS:\s+(\d+)/.exec(await readFile(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) * 1024;
+    let maxRss = await rss();
+    let maxHealth = 0;
+    let flooding = true;
+    const watch = (async () => {
+      while (flooding) {
+        maxRss = Math.max(maxRss, await rss());
+        maxHealth = Math.max(maxHealth, await healthMs(child.url));
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+    const body = bigJson(11 * MiB);
+    const started = Date.now();
+    const replies = await Promise.all(Array.from({ length: 100 }, () => upload(child.url, body)));
+    flooding = false;
+    await watch;
+    const statuses = new Map<string, number>();
+    for (const r of replies) {
+      const key = r instanceof Error ? `error ${(r as NodeJS.ErrnoException).code ?? r.message}` : `${r.status} ${r.json?.error?.code}`;
+      statuses.set(key, (statuses.get(key) ?? 0) + 1);
+    }
+    console.log(`flood: ${Date.now() - started} ms, max RSS ${(maxRss / MiB).toFixed(0)} MiB, max /health ${maxHealth} ms, answers ${JSON.stringify(Object.fromEntries(statuses))}`);
+    expect([...statuses.keys()].filter((k) => k !== "400 INVALID_INPUT" && k !== "503 SERVER_BUSY")).toEqual([]);
+    expect(maxRss).toBeLessThan(700 * 1024 * 1024);
+    expect(maxHealth).toBeLessThan(1_000);
+    expect(await healthMs(child.url)).toBeLessThan(1_000);
+  }, 120_000);
+});
