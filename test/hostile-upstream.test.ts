@@ -37,6 +37,10 @@ async function unhandled(): Promise<number> {
   return (await stack.gateway.metrics.unhandledErrors.get()).values.reduce((n, v) => n + v.value, 0);
 }
 
+async function writeFailures(): Promise<number> {
+  return (await stack.gateway.metrics.streamWriteFailures.get()).values.reduce((n, v) => n + v.value, 0);
+}
+
 async function expectAlive(): Promise<void> {
   expect(process.pid).toBe(PID);
   const started = Date.now();
@@ -71,7 +75,9 @@ describe("hostile upstream frames end one run, never the process", () => {
         expect(reply.body.length).toBeLessThan(1_000_000);
         expect(await largestStateFile()).toBeLessThan(64 * 1024);
         await expectAlive();
+        // Caught where frames are decoded: neither last resort (the writer's guard, rxjs's hook) was needed.
         expect(await unhandled()).toBe(0);
+        expect(await writeFailures()).toBe(0);
       });
     }
   }

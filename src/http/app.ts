@@ -122,6 +122,7 @@ export function createApp(options: AppOptions): Koa<State> {
     // as long as the stream lasts (hours, for a parked interrupt). Everything after this point is the stream's.
     const onFailure = (error: unknown) => {
       options.logger.error({ err: error, threadId: admitted.request.threadId }, "an event could not be written; the run ends here");
+      metrics?.streamWriteFailures.inc();
       options.runs.abandon(admitted);
     };
     void writeSse(res, (gate) => options.runs.stream(admitted, gate), { onEvent, onFailure, proto: acceptsProto(ctx.get("Accept")) })
@@ -167,7 +168,10 @@ export function createApp(options: AppOptions): Koa<State> {
     ctx.respond = false;
     await writeSse(ctx.res, () => events, {
       proto: acceptsProto(ctx.get("Accept")),
-      onFailure: (error) => options.logger.error({ err: error }, "an observed event could not be written"),
+      onFailure: (error) => {
+        options.logger.error({ err: error }, "an observed event could not be written");
+        metrics?.streamWriteFailures.inc();
+      },
     });
   });
 

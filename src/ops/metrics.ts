@@ -22,6 +22,8 @@ export interface GatewayMetrics {
   forwardedPropsIgnored: Counter;
   /** Errors that escaped every operator and reached rxjs's last-resort hook (a bug; never a known input). */
   unhandledErrors: Counter;
+  /** Streams the SSE/protobuf writer had to cut short (an event it could not encode; should stay 0). */
+  streamWriteFailures: Counter;
   /** Request bodies refused before they were read; reason: budget | deadline | connections. */
   refusedRequests: Counter<"reason">;
 }
@@ -83,6 +85,11 @@ export function createMetrics(): GatewayMetrics {
     unhandledErrors: new Counter({
       name: `${PREFIX}unhandled_errors_total`,
       help: "Errors that escaped the stream pipeline and were caught by the last-resort rxjs hook (should stay 0).",
+      registers,
+    }),
+    streamWriteFailures: new Counter({
+      name: `${PREFIX}stream_write_failures_total`,
+      help: "Streams ended early with RUN_ERROR because an event could not be encoded (should stay 0).",
       registers,
     }),
     refusedRequests: new Counter({
