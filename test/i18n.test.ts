@@ -37,6 +37,8 @@ const REQUIRED_TEXTS = [
   "The gateway is shutting down.",
   "The request could not be processed.",
   "The observation request is invalid.",
+  "The gateway is receiving too many request bodies. Retry shortly.",
+  "The request body did not arrive in time.",
   // §10.2
   "The A2A task to resume is unavailable.",
   "The iac-code session to resume is unavailable.",

@@ -34,6 +34,22 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Der AG-UI-Anfragetext ist zu groß.",
     fr: "Le corps de la requête AG-UI est trop volumineux.",
   },
+  "The gateway is receiving too many request bodies. Retry shortly.": {
+    zh: "网关正在接收过多的请求体，请稍后重试。",
+    ja: "ゲートウェイが受信中のリクエスト本文が多すぎます。しばらくしてから再試行してください。",
+    pt: "O gateway está recebendo corpos de requisição demais. Tente novamente em instantes.",
+    es: "El gateway está recibiendo demasiados cuerpos de solicitud. Vuelva a intentarlo en breve.",
+    de: "Das Gateway empfängt zu viele Anfragetexte. Bitte gleich erneut versuchen.",
+    fr: "La passerelle reçoit trop de corps de requête. Réessayez dans un instant.",
+  },
+  "The request body did not arrive in time.": {
+    zh: "请求体未能及时到达。",
+    ja: "リクエスト本文が時間内に届きませんでした。",
+    pt: "O corpo da requisição não chegou a tempo.",
+    es: "El cuerpo de la solicitud no llegó a tiempo.",
+    de: "Der Anfragetext ist nicht rechtzeitig angekommen.",
+    fr: "Le corps de la requête n'est pas arrivé à temps.",
+  },
   "The cancel request body is too large.": {
     zh: "取消请求的请求体过大。",
     ja: "キャンセルリクエストの本文が大きすぎます。",
