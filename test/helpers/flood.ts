@@ -1,0 +1,90 @@
+// Flood plumbing shared by test/flood.test.ts and `npx tsx bench/flood.ts`: uploads on fresh connections at a
+// chosen pace, /health timed from a process of its own, and large JSON bodies. Nothing here imports vitest.
+import { spawn } from "node:child_process";
+import { request as httpRequest } from "node:http";
+import type { Reply } from "./faults.js";
+
+/** POSTs `body` on a fresh connection, `chunk` bytes every `everyMs` (0: as fast as the socket takes it). */
+export function upload(url: string, body: Buffer, opts: { chunk?: number; everyMs?: number; chunked?: boolean } = {}): Promise<Reply | Error> {
+  const target = new URL(url);
+  return new Promise((resolve) => {
+    const headers: Record<string, string> = { "Content-Type": "application/json", Connection: "close" };
+    if (!opts.chunked) headers["Content-Length"] = String(body.length);
+    const req = httpRequest({ host: target.hostname, port: target.port, path: "/", method: "POST", headers, agent: false }, (res) => {
+      const parts: Buffer[] = [];
+      res.on("data", (c: Buffer) => parts.push(c));
+      res.on("end", () => {
+        const text = Buffer.concat(parts).toString("utf8");
+        let json: unknown;
+        try {
+          json = JSON.parse(text);
+        } catch {
+          json = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts), text, ...(json !== undefined && { json }) });
+        req.destroy();
+      });
+      res.on("error", resolve);
+    });
+    req.on("error", resolve);
+    const chunk = opts.chunk ?? 256 * 1024;
+    let at = 0;
+    const pump = () => {
+      while (at < body.length && !req.destroyed) {
+        const piece = body.subarray(at, at + chunk);
+        at += piece.length;
+        const more = req.write(piece);
+        if (opts.everyMs) return void setTimeout(pump, opts.everyMs);
+        if (!more) return void req.once("drain", pump);
+      }
+      if (at >= body.length && !req.destroyed) req.end();
+    };
+    pump();
+  });
+}
+
+const POLLER = `
+const url = process.argv[1];
+let stop = false, maxMs = 0, samples = 0, failures = 0;
+process.stdin.on("data", () => {}).on("end", () => (stop = true));
+(async () => {
+  while (!stop) {
+    const started = Date.now();
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
+      await res.text();
+      if (res.status !== 200) failures++;
+    } catch {
+      failures++;
+    }
+    maxMs = Math.max(maxMs, Date.now() - started);
+    samples++;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  process.stdout.write(JSON.stringify({ maxMs, samples, failures }));
+})();
+`;
+
+/** GET `url` every 100 ms from another process until stop(); the slowest answer and the failures. */
+export function pollHealth(url: string): { stop(): Promise<{ maxMs: number; samples: number; failures: number }> } {
+  const child = spawn(process.execPath, ["-e", POLLER, url], { stdio: ["pipe", "pipe", "inherit"] });
+  let out = "";
+  child.stdout.on("data", (c: Buffer) => (out += c.toString("utf8")));
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  return {
+    stop: async () => {
+      child.stdin.end();
+      await exited;
+      return JSON.parse(out) as { maxMs: number; samples: number; failures: number };
+    },
+  };
+}
+
+/** An 11 MiB JSON object (valid JSON, not a RunAgentInput): read, parsed, then refused with 400. */
+export function bigJson(bytes: number): Buffer {
+  const body = Buffer.alloc(bytes, 0x61);
+  body.write('{"x":"', 0);
+  body.write('"}', bytes - 2);
+  return body;
+}
+
