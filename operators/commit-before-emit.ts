@@ -13,91 +13,91 @@ export interface CommitBeforeEmitOptions<T, F> {
 
 export function commitBeforeEmit<T, F>(options: CommitBeforeEmitOptions<T, F>): OperatorFunction<T, T | F> {
   return operate<T, T | F>((source, subscriber) => {
-      // A queue read from `head` (shift() would make draining a long backlog quadratic).
-      let queue: T[] = [];
-      let head = 0;
-      const queued = () => queue.length - head;
-      let writing: Subscription | undefined;
-      let sourceDone = false;
-      let failed = false;
+    // A queue read from `head` (shift() would make draining a long backlog quadratic).
+    let queue: T[] = [];
+    let head = 0;
+    const queued = () => queue.length - head;
+    let writing: Subscription | undefined;
+    let sourceDone = false;
+    let failed = false;
 
-      /** `first`: the commit of the queue's head, already requested by the fast path. */
-      const drain = (first?: ObservableInput<unknown>) => {
-        while (!writing && !failed && queued() > 0) {
-          const item = queue[head++] as T;
-          if (head === queue.length) {
-            queue = [];
-            head = 0;
-          }
-          let pending: ObservableInput<unknown> | undefined | void = first;
-          first = undefined;
-          if (pending === undefined) {
-            try {
-              pending = options.commit(item);
-            } catch (error) {
-              return fail(error, item);
-            }
-          }
-          if (pending === undefined) {
-            subscriber.next(item);
-            continue;
-          }
-          let settled = false;
-          const write = from(pending).subscribe({
-            error: (error) => {
-              settled = true;
-              writing = undefined;
-              fail(error, item);
-            },
-            complete: () => {
-              settled = true;
-              writing = undefined;
-              subscriber.next(item);
-              drain();
-            },
-          });
-          if (!settled) writing = write;
+    /** `first`: the commit of the queue's head, already requested by the fast path. */
+    const drain = (first?: ObservableInput<unknown>) => {
+      while (!writing && !failed && queued() > 0) {
+        const item = queue[head++] as T;
+        if (head === queue.length) {
+          queue = [];
+          head = 0;
         }
-        if (!writing && !failed && sourceDone && queued() === 0) subscriber.complete();
-      };
-
-      const fail = (error: unknown, item: T) => {
-        failed = true;
-        queue = [];
-        head = 0;
-        subscriber.next(options.onFailure(error, item));
-        subscriber.complete();
-      };
-
-      const upstream = source.subscribe(operatorObserver(subscriber, {
-        next: (item) => {
-          if (failed) return;
-          if (!writing && queued() === 0) {
-            // Fast path: no write in flight and nothing queued; most items need no write at all.
-            let pending: ObservableInput<unknown> | undefined | void;
-            try {
-              pending = options.commit(item);
-            } catch (error) {
-              return fail(error, item);
-            }
-            if (pending === undefined) return subscriber.next(item);
-            queue.push(item);
-            drain(pending);
-          } else {
-            queue.push(item);
+        let pending: ObservableInput<unknown> | undefined | void = first;
+        first = undefined;
+        if (pending === undefined) {
+          try {
+            pending = options.commit(item);
+          } catch (error) {
+            return fail(error, item);
           }
-        },
-        error: (error) => {
-          if (!failed) subscriber.error(error);
-        },
-        complete: () => {
-          sourceDone = true;
-          drain();
-        },
-      }));
-      return () => {
-        writing?.unsubscribe();
-        upstream.unsubscribe();
-      };
-    });
+        }
+        if (pending === undefined) {
+          subscriber.next(item);
+          continue;
+        }
+        let settled = false;
+        const write = from(pending).subscribe({
+          error: (error) => {
+            settled = true;
+            writing = undefined;
+            fail(error, item);
+          },
+          complete: () => {
+            settled = true;
+            writing = undefined;
+            subscriber.next(item);
+            drain();
+          },
+        });
+        if (!settled) writing = write;
+      }
+      if (!writing && !failed && sourceDone && queued() === 0) subscriber.complete();
+    };
+
+    const fail = (error: unknown, item: T) => {
+      failed = true;
+      queue = [];
+      head = 0;
+      subscriber.next(options.onFailure(error, item));
+      subscriber.complete();
+    };
+
+    const upstream = source.subscribe(operatorObserver(subscriber, {
+      next: (item) => {
+        if (failed) return;
+        if (!writing && queued() === 0) {
+          // Fast path: no write in flight and nothing queued; most items need no write at all.
+          let pending: ObservableInput<unknown> | undefined | void;
+          try {
+            pending = options.commit(item);
+          } catch (error) {
+            return fail(error, item);
+          }
+          if (pending === undefined) return subscriber.next(item);
+          queue.push(item);
+          drain(pending);
+        } else {
+          queue.push(item);
+        }
+      },
+      error: (error) => {
+        if (!failed) subscriber.error(error);
+      },
+      complete: () => {
+        sourceDone = true;
+        drain();
+      },
+    }));
+    return () => {
+      writing?.unsubscribe();
+      upstream.unsubscribe();
+    };
+  });
 }

@@ -16,44 +16,44 @@ export interface DedupePipelineOptions {
 
 export function dedupePipeline(options: DedupePipelineOptions = {}): OperatorFunction<A2AStreamResponse, A2AStreamResponse> {
   return operate<A2AStreamResponse, A2AStreamResponse>((source, subscriber) => {
-      const seen = new Set<string>();
-      let last = options.afterSequence ?? 0;
+    const seen = new Set<string>();
+    let last = options.afterSequence ?? 0;
 
-      const fresh = (envelope: unknown): boolean => {
-        if (!isObject(envelope)) return true;
-        const id = envelope.eventId;
-        const sequence = toCount(envelope.sequence);
-        if (typeof id === "string" && id !== "") {
-          if (seen.has(id)) return false;
-          seen.add(id);
-        } else if (sequence !== undefined && sequence > 0 && sequence <= last) {
-          return false;
+    const fresh = (envelope: unknown): boolean => {
+      if (!isObject(envelope)) return true;
+      const id = envelope.eventId;
+      const sequence = toCount(envelope.sequence);
+      if (typeof id === "string" && id !== "") {
+        if (seen.has(id)) return false;
+        seen.add(id);
+      } else if (sequence !== undefined && sequence > 0 && sequence <= last) {
+        return false;
+      }
+      if (sequence !== undefined && sequence > last) last = sequence;
+      return true;
+    };
+
+    return source.subscribe(operatorObserver(subscriber, {
+      next: (frame) => {
+        const iac = iacCodeOf(frame);
+        if (!iac || (iac.pipeline === undefined && iac.pipelineBatch === undefined)) return subscriber.next(frame);
+        let changed: JsonObject | undefined;
+        if (iac.pipeline !== undefined && !fresh(iac.pipeline)) {
+          changed = { ...iac };
+          delete changed.pipeline;
         }
-        if (sequence !== undefined && sequence > last) last = sequence;
-        return true;
-      };
-
-      return source.subscribe(operatorObserver(subscriber, {
-        next: (frame) => {
-          const iac = iacCodeOf(frame);
-          if (!iac || (iac.pipeline === undefined && iac.pipelineBatch === undefined)) return subscriber.next(frame);
-          let changed: JsonObject | undefined;
-          if (iac.pipeline !== undefined && !fresh(iac.pipeline)) {
-            changed = { ...iac };
-            delete changed.pipeline;
+        const batch = iac.pipelineBatch;
+        if (isObject(batch) && Array.isArray(batch.events)) {
+          const kept = batch.events.filter(fresh);
+          if (kept.length !== batch.events.length) {
+            changed ??= { ...iac };
+            changed.pipelineBatch = { ...batch, events: kept };
           }
-          const batch = iac.pipelineBatch;
-          if (isObject(batch) && Array.isArray(batch.events)) {
-            const kept = batch.events.filter(fresh);
-            if (kept.length !== batch.events.length) {
-              changed ??= { ...iac };
-              changed.pipelineBatch = { ...batch, events: kept };
-            }
-          }
-          subscriber.next(changed ? withIacCode(frame, changed) : frame);
-        },
-      }, unprocessableFrame));
-    });
+        }
+        subscriber.next(changed ? withIacCode(frame, changed) : frame);
+      },
+    }, unprocessableFrame));
+  });
 }
 
 const PAYLOAD_KEYS = ["statusUpdate", "task", "artifactUpdate", "message"] as const;

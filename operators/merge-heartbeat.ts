@@ -14,30 +14,30 @@ export function mergeHeartbeat<T>(options: MergeHeartbeatOptions = {}): Operator
   const intervalMs = options.intervalMs ?? 15_000;
   const scheduler = options.scheduler ?? asyncScheduler;
   return operate<T, T | Heartbeat>((source, subscriber) => {
-      let lastOutput = scheduler.now();
-      // One scheduled action per stream, rescheduled from inside itself: rxjs then keeps the same action
-      // and, while the delay stays the same (an idle stream), the same timer — a heartbeat allocates nothing.
-      const timer: Subscription = scheduler.schedule(function (this: SchedulerAction<unknown>) {
-        const idle = scheduler.now() - lastOutput;
-        if (idle >= intervalMs) {
+    let lastOutput = scheduler.now();
+    // One scheduled action per stream, rescheduled from inside itself: rxjs then keeps the same action
+    // and, while the delay stays the same (an idle stream), the same timer — a heartbeat allocates nothing.
+    const timer: Subscription = scheduler.schedule(function (this: SchedulerAction<unknown>) {
+      const idle = scheduler.now() - lastOutput;
+      if (idle >= intervalMs) {
+        lastOutput = scheduler.now();
+        subscriber.next(HEARTBEAT);
+        this.schedule(undefined, intervalMs);
+      } else {
+        this.schedule(undefined, intervalMs - idle);
+      }
+    }, intervalMs);
+    const upstream = source.subscribe(
+      operatorObserver(subscriber, {
+        next: (value) => {
           lastOutput = scheduler.now();
-          subscriber.next(HEARTBEAT);
-          this.schedule(undefined, intervalMs);
-        } else {
-          this.schedule(undefined, intervalMs - idle);
-        }
-      }, intervalMs);
-      const upstream = source.subscribe(
-        operatorObserver(subscriber, {
-          next: (value) => {
-            lastOutput = scheduler.now();
-            subscriber.next(value);
-          },
-        }),
-      );
-      return () => {
-        timer.unsubscribe();
-        upstream.unsubscribe();
-      };
-    });
+          subscriber.next(value);
+        },
+      }),
+    );
+    return () => {
+      timer.unsubscribe();
+      upstream.unsubscribe();
+    };
+  });
 }
