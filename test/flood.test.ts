@@ -158,6 +158,7 @@ describe("deadlines and the connection cap", () => {
       const reply = await postJson(gateway.url, inputFor(path.join(root, "ws")));
       expect(Date.now() - started).toBeGreaterThan(2_500);
       expect(reply.text).toContain('"type":"RUN_FINISHED"');
+      await expectAlive(gateway.url);
     } finally {
       await gateway.close();
       await slowUpstream.close();

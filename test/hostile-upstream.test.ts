@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RawA2AServer } from "../src/demo/index.js";
 import { startStack, type Stack } from "./helpers/e2e.js";
 import { httpCall, postJson, sseEvents, streamProblems, type Event } from "./helpers/faults.js";
-import { HOSTILE_CASES, hostileHandler, protoEvents } from "./helpers/hostile.js";
+import { HOSTILE_CASES, TASK, hostileHandler, protoEvents } from "./helpers/hostile.js";
 
 const PID = process.pid;
 let stack: Stack<RawA2AServer>;
@@ -37,6 +37,11 @@ async function unhandled(): Promise<number> {
   return (await stack.gateway.metrics.unhandledErrors.get()).values.reduce((n, v) => n + v.value, 0);
 }
 
+/** CancelTask calls the kernel received for the hostile turns' task. */
+function cancels(): number {
+  return stack.upstream.requests.filter((r) => r.method === "CancelTask" && r.params?.id === TASK).length;
+}
+
 async function writeFailures(): Promise<number> {
   return (await stack.gateway.metrics.streamWriteFailures.get()).values.reduce((n, v) => n + v.value, 0);
 }
@@ -56,6 +61,7 @@ describe("hostile upstream frames end one run, never the process", () => {
   for (const [name] of Object.entries(HOSTILE_CASES)) {
     for (const framing of ["sse", "proto"] as const) {
       it(`${name} (${framing})`, async () => {
+        const cancelsBefore = cancels();
         const accept = framing === "proto" ? "application/vnd.ag-ui.event+proto" : "text/event-stream";
         const reply = await postJson(stack.gateway.url, stack.input({ prompt: name }), { Accept: accept });
         expect(reply.status).toBe(200);
@@ -70,7 +76,11 @@ describe("hostile upstream frames end one run, never the process", () => {
         if (framing === "sse") expect(streamProblems(events)).toEqual([]);
         const last = events.at(-1);
         expect(["RUN_FINISHED", "RUN_ERROR"]).toContain(last?.type);
-        if (last?.type === "RUN_ERROR") expect(last["code"]).toBe("A2A_PROTOCOL_ERROR");
+        if (last?.type === "RUN_ERROR") {
+          expect(last["code"]).toBe("A2A_PROTOCOL_ERROR");
+          // The task the bad frame belonged to is cancelled (unless its id never got through).
+          if (name !== "huge task id") await expect.poll(cancels, { timeout: 2_000 }).toBe(cancelsBefore + 1);
+        }
         // Nothing oversized leaves the gateway, or reaches its state.
         expect(reply.body.length).toBeLessThan(1_000_000);
         expect(await largestStateFile()).toBeLessThan(64 * 1024);

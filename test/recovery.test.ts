@@ -92,5 +92,6 @@ describe("a run that was active when its gateway died", () => {
     expect(sseEvents(next.text).events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
     expect(cancelCount(upstream, crashed.taskId)).toBe(1);
     expect((await stored(crashed.threadId)).terminalExecutionIds).toContain(crashed.executionId);
+    expect((await fetch(new URL("/health", gateway.url))).status).toBe(200);
   }, 60_000);
 });

@@ -10,6 +10,7 @@ import { writeSse } from "../src/http/sse.js";
 import { httpCall, sseEvents, streamProblems } from "./helpers/faults.js";
 import { protoEvents } from "./helpers/hostile.js";
 
+const PID = process.pid;
 let server: Server;
 let url: string;
 let unsubscribed = 0;
@@ -72,6 +73,7 @@ describe("writeSse with an event it cannot encode", () => {
       expect(failures).toHaveLength(1);
       expect(unsubscribed).toBe(before + 1);
       expect(escaped).toEqual([]);
+      expect(process.pid).toBe(PID);
     });
   }
 });
