@@ -54,14 +54,14 @@ async function expectAlive(url: string): Promise<void> {
 }
 
 describe("refused bodies are drained behind their answer", () => {
-  it("Python urllib posting 13 MiB reads the 413 envelope, 10 times out of 10 (and chunked, 3 of 3)", async () => {
+  it("Python urllib posting 13 MiB reads the 413 envelope, 10 times out of 10 (and chunked, 3 of 3; and a 404, a 415)", async () => {
     const gateway = await launch();
     const script = `
 import json, sys, urllib.request, urllib.error
 url = sys.argv[1]
 body = b" " * (13 * 1024 * 1024)
-def attempt(data):
-    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"}, method="POST")
+def attempt(data, path="", content_type="application/json"):
+    req = urllib.request.Request(url + path, data=data, headers={"Content-Type": content_type}, method="POST")
     try:
         urllib.request.urlopen(req, timeout=30)
         return "no error"
@@ -69,7 +69,9 @@ def attempt(data):
         return "%d %s" % (e.code, json.loads(e.read())["error"]["code"])
     except Exception as e:
         return repr(e)
-print(json.dumps([attempt(body) for _ in range(10)] + [attempt(iter([body[i:i + 65536] for i in range(0, len(body), 65536)])) for _ in range(3)]))
+chunked = lambda: iter([body[i:i + 65536] for i in range(0, len(body), 65536)])
+print(json.dumps([attempt(body) for _ in range(10)] + [attempt(chunked()) for _ in range(3)]
+                 + [attempt(body, "nope"), attempt(body, "", "text/plain")]))
 `;
     // Asynchronously: the gateway under test lives in this process and must keep serving meanwhile.
     const result = await new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
@@ -78,7 +80,12 @@ print(json.dumps([attempt(body) for _ in range(10)] + [attempt(iter([body[i:i + 
       );
     });
     expect(result.stderr).toBe("");
-    expect(JSON.parse(result.stdout)).toEqual(Array.from({ length: 13 }, () => "413 REQUEST_TOO_LARGE"));
+    expect(JSON.parse(result.stdout)).toEqual([
+      ...Array.from({ length: 13 }, () => "413 REQUEST_TOO_LARGE"),
+      // Refusals that never read the body drain it too.
+      "404 NOT_FOUND",
+      "415 UNSUPPORTED_MEDIA_TYPE",
+    ]);
     await expectAlive(gateway.url);
   }, 100_000);
 });

@@ -13,7 +13,7 @@ import { AdmissionError } from "../runs/errors.js";
 import { INPUT_ERROR_BASES, InputError, latestUserMessage, parseRunAgentInput, peekPreferredLanguage } from "../runs/input.js";
 import { buildUserParts } from "../runs/parts.js";
 import { runDigest, type RunService } from "../runs/service.js";
-import { BodyBudget, CANCEL_BODY, RUN_BODY, parseJsonObject, readBody, type BodyLease, type BodyTexts } from "./body.js";
+import { BodyBudget, CANCEL_BODY, RUN_BODY, drainUnreadBody, parseJsonObject, readBody, type BodyLease, type BodyTexts } from "./body.js";
 import { HttpError, fromAdmission, httpErrors, invalidInput } from "./errors.js";
 import type { StreamSelfCheck } from "./self-check.js";
 import { acceptsProto, writeSse } from "./sse.js";
@@ -177,7 +177,7 @@ export function createApp(options: AppOptions): Koa<State> {
 
   // Koa reports socket errors (a client hanging up mid-stream) here; they are not the gateway's failures.
   app.on("error", (error: unknown) => options.logger.debug({ err: error }, "connection error"));
-  app.use(errorEnvelope(options.logger, options.metrics));
+  app.use(errorEnvelope(options.logger, options.metrics, bodyTimeoutMs));
   app.use(async (ctx, next) => {
     ctx.state.language = resolveAcceptLanguage(ctx.get("Accept-Language") || undefined);
     await next();
@@ -216,7 +216,7 @@ async function admitRun(options: AppOptions, body: Record<string, unknown>, lang
   }
 }
 
-function errorEnvelope(logger: Logger, metrics: GatewayMetrics | undefined) {
+function errorEnvelope(logger: Logger, metrics: GatewayMetrics | undefined, bodyTimeoutMs: number) {
   return async (ctx: Context & { state: State }, next: Next) => {
     try {
       await next();
@@ -232,6 +232,7 @@ function errorEnvelope(logger: Logger, metrics: GatewayMetrics | undefined) {
       if (http.code === "SERVER_BUSY") metrics?.refusedRequests.inc({ reason: "budget" });
       if (http.code === "REQUEST_TIMEOUT") metrics?.refusedRequests.inc({ reason: "deadline" });
       if (ctx.headerSent || !ctx.writable) return;
+      if (http.status !== 408) await drainUnreadBody(ctx.req, bodyTimeoutMs);
       ctx.status = http.status;
       ctx.body = http.envelope(ctx.state.language ?? "en");
       if (http.code === "SERVER_BUSY") ctx.set("Retry-After", "1");

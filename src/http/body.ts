@@ -137,6 +137,18 @@ export function readBody(req: IncomingMessage, limit: number, texts: BodyTexts, 
   });
 }
 
+/**
+ * Before an error answer to a request whose body nobody read (401, 404, 415 …): a client that asked for
+ * `Connection: close` would otherwise be reset mid-upload, so its body is drained first (bounded as above).
+ * Keep-alive connections need nothing: Node discards an unread body behind the answer itself.
+ */
+export function drainUnreadBody(req: IncomingMessage, deadlineMs: number): Promise<void> {
+  if (req.readableEnded || req.listenerCount("data") > 0 || !closesAfterAnswer(req)) return Promise.resolve();
+  return new Promise((resolve) => drain(req, 0, MAX_REQUEST_DRAIN_LIMIT, deadlineMs, resolve));
+}
+
+const MAX_REQUEST_DRAIN_LIMIT = 12 * 1024 * 1024 + MAX_DRAIN_BYTES;
+
 /** The connection ends with this answer: HTTP/1.0 without keep-alive, or `Connection: close`. */
 function closesAfterAnswer(req: IncomingMessage): boolean {
   const connection = String(req.headers.connection ?? "").toLowerCase();
