@@ -93,6 +93,19 @@ describe("hostile upstream frames end one run, never the process", () => {
   }
 });
 
+describe("other streams", () => {
+  it("a stream that is open while hostile frames end other runs finishes normally", async () => {
+    const slow = postJson(stack.gateway.url, stack.input({ prompt: "slow" }));
+    const hostile = ["deep artifact metadata", "200k interrupt options", "usage 2^63", "null first result key"];
+    await Promise.all(hostile.map((name) => postJson(stack.gateway.url, stack.input({ prompt: name }), { Accept: "application/vnd.ag-ui.event+proto" })));
+    const { events, problems } = sseEvents((await slow).text);
+    expect(problems).toEqual([]);
+    expect(streamProblems(events)).toEqual([]);
+    expect(events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
+    await expectAlive();
+  });
+});
+
 describe("the last-resort hook", () => {
   it("logs and counts an error that escapes a subscriber instead of ending the process", async () => {
     const before = await unhandled();

@@ -85,6 +85,13 @@ export function hostileHandler(cases: Record<string, Case>) {
     const prompt = ((ex.params?.message?.parts ?? []) as { text?: string }[]).map((p) => p.text ?? "").join("");
     const play = cases[prompt];
     res.sseStart();
+    if (prompt === "slow") {
+      // An ordinary turn that takes a while: it must finish whatever the hostile turns beside it do.
+      res.sseRaw(`data: {"jsonrpc":"2.0","id":${JSON.stringify(ex.id)},"result":${working(contextId)}}\n\n`);
+      await new Promise((resolve) => setTimeout(resolve, 800));
+      res.sseRaw(`data: {"jsonrpc":"2.0","id":${JSON.stringify(ex.id)},"result":${completed(contextId)}}\n\n`);
+      return res.end();
+    }
     if (!play) {
       // An ordinary turn: proves the gateway still serves after each hostile one.
       res.sseRaw(`data: {"jsonrpc":"2.0","id":${JSON.stringify(ex.id)},"result":${working(contextId)}}\n\n`);
