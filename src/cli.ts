@@ -84,6 +84,12 @@ async function main(argv: string[]): Promise<number> {
     logger,
   });
   cleanups.unshift(() => gateway.close());
+  // Like rxjs's hook (src/ops/unhandled.ts): a promise rejection nobody handled is a bug to log and count, not a
+  // reason to end every stream of every user.
+  process.on("unhandledRejection", (reason) => {
+    gateway.metrics.unhandledErrors.inc();
+    logger.error({ err: reason }, "unhandled promise rejection (contained; please report)");
+  });
   process.stdout.write(banner(gateway.url, config));
 
   await stopped;

@@ -49,6 +49,7 @@ const REQUIRED_TEXTS = [
   "A resolved interrupt requires a payload.",
   "The interrupt response payload is invalid.",
   "The interrupt response does not contain an answer.",
+  "The A2A stream contained an invalid frame.",
   "The A2A context identity changed unexpectedly.",
   "The A2A task identity changed unexpectedly.",
   "The A2A task identity does not match the interrupted run.",

@@ -300,6 +300,14 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die Rückmeldung zur Unterbrechung enthält keine Antwort.",
     fr: "La réponse à l'interruption ne contient aucune valeur de réponse.",
   },
+  "The A2A stream contained an invalid frame.": {
+    zh: "A2A 流中包含无效的帧。",
+    ja: "A2A ストリームに無効なフレームが含まれていました。",
+    pt: "O fluxo A2A continha um quadro inválido.",
+    es: "El flujo A2A contenía un fotograma no válido.",
+    de: "Der A2A-Stream enthielt einen ungültigen Frame.",
+    fr: "Le flux A2A contenait une trame invalide.",
+  },
   "The A2A context identity changed unexpectedly.": {
     zh: "A2A 上下文标识意外变更。",
     ja: "A2A コンテキストの ID が予期せず変更されました。",
