@@ -88,3 +88,55 @@ export function bigJson(bytes: number): Buffer {
   return body;
 }
 
+
+const FLOODER = `
+const http = require("node:http");
+const os = require("node:os");
+const [url, count, bytes] = [process.argv[1], Number(process.argv[2]), Number(process.argv[3])];
+// Lowest priority: the flood competes with the gateway for the CPU, not the other way round.
+try { os.setPriority(19); } catch {}
+const body = Buffer.alloc(bytes, 0x61);
+body.write('{"x":"', 0);
+body.write('"}', bytes - 2);
+const target = new URL(url);
+const one = () => new Promise((resolve) => {
+  const req = http.request({ host: target.hostname, port: target.port, path: "/", method: "POST", agent: false,
+    headers: { "Content-Type": "application/json", "Content-Length": String(bytes), Connection: "close" } }, (res) => {
+    let text = "";
+    res.on("data", (c) => (text += c));
+    res.on("end", () => {
+      let code = "";
+      try { code = JSON.parse(text).error.code; } catch {}
+      resolve(res.statusCode + " " + code);
+      req.destroy();
+    });
+    res.on("error", (e) => resolve("error " + (e.code || e.message)));
+  });
+  req.on("error", (e) => resolve("error " + (e.code || e.message)));
+  req.end(body);
+});
+Promise.all(Array.from({ length: count }, one)).then((answers) => {
+  const counts = {};
+  for (const a of answers) counts[a] = (counts[a] || 0) + 1;
+  process.stdout.write(JSON.stringify(counts));
+});
+`;
+
+/**
+ * `count` concurrent POSTs of a `bytes`-long JSON body (not a RunAgentInput) from a child process at the lowest
+ * CPU priority; resolves with how many got which answer ("400 INVALID_INPUT", "503 SERVER_BUSY", "error EPIPE"…).
+ */
+export function floodFromChild(url: string, count: number, bytes: number): Promise<Record<string, number>> {
+  const child = spawn(process.execPath, ["-e", FLOODER, url, String(count), String(bytes)], { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  child.stdout.on("data", (c: Buffer) => (out += c.toString("utf8")));
+  return new Promise((resolve, reject) => {
+    child.once("exit", () => {
+      try {
+        resolve(JSON.parse(out) as Record<string, number>);
+      } catch (error) {
+        reject(error);
+      }
+    });
+  });
+}
