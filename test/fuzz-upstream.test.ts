@@ -124,6 +124,6 @@ describe("structure-aware upstream fuzz", () => {
     expect((await stack.gateway.metrics.unhandledErrors.get()).values.reduce((n, v) => n + v.value, 0)).toBe(0);
     expect((await stack.gateway.metrics.streamWriteFailures.get()).values.reduce((n, v) => n + v.value, 0)).toBe(0);
     expect(process.pid).toBe(PID);
-    expect((await httpCall(new URL("/health", stack.gateway.url).href, { method: "GET", timeoutMs: 1_000 })).status).toBe(200);
+    expect((await httpCall(new URL("/health", stack.gateway.url).href, { method: "GET", timeoutMs: 5_000 })).status).toBe(200);
   }, 120_000);
 });

@@ -47,7 +47,7 @@ afterAll(async () => {
 
 async function expectAlive(): Promise<void> {
   expect(process.pid).toBe(PID);
-  const health = await fetch(new URL("/health", stack.gateway.url), { signal: AbortSignal.timeout(1_000) });
+  const health = await fetch(new URL("/health", stack.gateway.url), { signal: AbortSignal.timeout(5_000) });
   expect(health.status).toBe(200);
 }
 
