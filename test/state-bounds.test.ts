@@ -9,7 +9,7 @@ import { createDemoScript, type TurnScript } from "../src/demo/index.js";
 import { serializeThreadRecord } from "../src/state/file-store.js";
 import type { ThreadRecord } from "../src/state/thread-store.js";
 import { parseThreadRecord } from "../src/state/validate.js";
-import { DEFAULT_RUN_ID_WINDOW, idRecord, rememberRunDigest, rememberTerminalExecution } from "../src/state/windows.js";
+import { DEFAULT_RUN_ID_WINDOW, idRecord, rememberAppliedDigest, rememberRunDigest, rememberTerminalExecution } from "../src/state/windows.js";
 import { allowOnce, interruptsOf, resumeInput, startDurableStack, type DurableStack } from "./helpers/durable.js";
 import { frame, postRaw, promptOf, runWithHttpAgent } from "./helpers/e2e.js";
 import { sseEvents } from "./helpers/faults.js";
@@ -127,6 +127,16 @@ describe("state growth", () => {
     expect(record.terminalExecutionIds.length).toBeLessThanOrEqual(WINDOW);
     for (const recent of inputs.slice(-WINDOW)) expect(await turn(recent)).toMatchObject({ status: 409, code: "DUPLICATE_RUN_ID" });
     await expectAlive();
+  });
+
+  it("applied answers: older executions' leave the window oldest first, the current execution's all stay", () => {
+    const record = { appliedResumeDigests: [] } as unknown as ThreadRecord;
+    const answer = (executionId: string, interruptId: string) => ({ executionId, interruptId, digest: "d".repeat(64) });
+    for (const id of ["a", "b", "c"]) rememberAppliedDigest(record, answer("old", id), 3);
+    rememberAppliedDigest(record, answer("now", "x"), 3);
+    expect(record.appliedResumeDigests.map((d) => `${d.executionId}:${d.interruptId}`)).toEqual(["old:b", "old:c", "now:x"]);
+    for (const id of ["y", "z", "w"]) rememberAppliedDigest(record, answer("now", id), 3);
+    expect(record.appliedResumeDigests.map((d) => `${d.executionId}:${d.interruptId}`)).toEqual(["now:x", "now:y", "now:z", "now:w"]);
   });
 
   it(`with the default window (${DEFAULT_RUN_ID_WINDOW}) a record of 1,000 turns is the size of one of ${DEFAULT_RUN_ID_WINDOW}`, () => {

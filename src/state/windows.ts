@@ -35,9 +35,13 @@ export function rememberTerminalExecution(record: ThreadRecord, executionId: str
   if (ids.length > window) ids.splice(0, ids.length - window);
 }
 
-/** Replaces the entry of the same execution and interrupt, newest last. */
+/**
+ * Replaces the entry of the same execution and interrupt, newest last. Answers of the current execution are
+ * all kept (a replay of any of them must stay RESUME_ALREADY_APPLIED); older executions' fill the rest of the window.
+ */
 export function rememberAppliedDigest(record: ThreadRecord, entry: AppliedResumeDigest, window: number): void {
   const kept = record.appliedResumeDigests.filter((d) => !(d.executionId === entry.executionId && d.interruptId === entry.interruptId));
   kept.push(entry);
-  record.appliedResumeDigests = kept.length > window ? kept.slice(kept.length - window) : kept;
+  let excess = kept.length - window;
+  record.appliedResumeDigests = excess <= 0 ? kept : kept.filter((d) => d.executionId === entry.executionId || excess-- <= 0);
 }
