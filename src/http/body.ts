@@ -143,11 +143,14 @@ export function readBody(req: IncomingMessage, limit: number, texts: BodyTexts, 
  * Keep-alive connections need nothing: Node discards an unread body behind the answer itself.
  */
 export function drainUnreadBody(req: IncomingMessage, deadlineMs: number): Promise<void> {
-  if (req.readableEnded || req.listenerCount("data") > 0 || !closesAfterAnswer(req)) return Promise.resolve();
+  if (req.readableEnded || drained.has(req) || req.listenerCount("data") > 0 || !closesAfterAnswer(req)) return Promise.resolve();
   return new Promise((resolve) => drain(req, 0, MAX_REQUEST_DRAIN_LIMIT, deadlineMs, resolve));
 }
 
 const MAX_REQUEST_DRAIN_LIMIT = 12 * 1024 * 1024 + MAX_DRAIN_BYTES;
+
+/** Requests whose body is (or was) drained: one drain per request. */
+const drained = new WeakSet<IncomingMessage>();
 
 /** The connection ends with this answer: HTTP/1.0 without keep-alive, or `Connection: close`. */
 function closesAfterAnswer(req: IncomingMessage): boolean {
@@ -161,6 +164,7 @@ function closesAfterAnswer(req: IncomingMessage): boolean {
  * `deadlineMs` (0 = none), it stops reading: `done` still runs, and the connection closes with the answer.
  */
 function drain(req: IncomingMessage, alreadyRead: number, maxBytes: number, deadlineMs: number, done: () => void = () => undefined): void {
+  drained.add(req);
   let total = alreadyRead;
   let finished = false;
   const finish = (cut: boolean) => {
@@ -170,7 +174,6 @@ function drain(req: IncomingMessage, alreadyRead: number, maxBytes: number, dead
     req.off("data", onData);
     req.off("end", onEnd);
     req.off("close", onEnd);
-    if (cut) req.socket.setNoDelay(true);
     done();
     // What the client still sends will not be read: closing now is the only bound.
     if (cut) setImmediate(() => req.socket.destroySoon());
