@@ -326,7 +326,7 @@ describe("FileThreadStore fails closed on reads", () => {
     await expect(eacces.load("thread-1")).rejects.toBeInstanceOf(StateUnavailableError);
   });
 
-  it("drops malformed run digests, restores text digests (sorted, once each) and tolerates a missing lastTaskId", async () => {
+  it("drops malformed run digests, restores text digests (in order, once each) and tolerates a missing lastTaskId", async () => {
     const document = documentOf(record("legacy"));
     document.runDigests = { good: DIGEST_A, upper: DIGEST_A.toUpperCase(), short: "abc", number: 5, "": DIGEST_B };
     document.execution.textSnapshotDigests = [DIGEST_B, DIGEST_A, DIGEST_B];
@@ -336,7 +336,7 @@ describe("FileThreadStore fails closed on reads", () => {
     expect(loaded?.runDigests).toEqual({ good: DIGEST_A });
     expect(loaded?.execution.lastTaskId).toBeNull();
     // Issue 13 item 6: the resume-text rule needs them after a restart (they used to be dropped).
-    expect(loaded?.execution.textSnapshotDigests).toEqual([DIGEST_A, DIGEST_B].sort());
+    expect(loaded?.execution.textSnapshotDigests).toEqual([DIGEST_B, DIGEST_A]);
     // What was restored can be written back unchanged.
     expect(() => assertStorable(loaded!)).not.toThrow();
   });

@@ -2,14 +2,22 @@
 // Unicode, run ids remembered for a window (the file stops growing; recent ids stay single-use), and
 // "__proto__" an id like any other — as a run id and as an upstream interrupt id.
 import { readFile, stat } from "node:fs/promises";
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import type { RunAgentInput } from "@ag-ui/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDemoScript, type TurnScript } from "../src/demo/index.js";
 import { serializeThreadRecord } from "../src/state/file-store.js";
 import type { ThreadRecord } from "../src/state/thread-store.js";
 import { parseThreadRecord } from "../src/state/validate.js";
-import { DEFAULT_RUN_ID_WINDOW, idRecord, rememberAppliedDigest, rememberRunDigest, rememberTerminalExecution } from "../src/state/windows.js";
+import {
+  DEFAULT_RUN_ID_WINDOW,
+  TEXT_SEGMENT_WINDOW,
+  idRecord,
+  rememberAppliedDigest,
+  rememberRunDigest,
+  rememberTerminalExecution,
+  rememberTextSegment,
+} from "../src/state/windows.js";
 import { allowOnce, interruptsOf, resumeInput, startDurableStack, type DurableStack } from "./helpers/durable.js";
 import { frame, postRaw, promptOf, runWithHttpAgent } from "./helpers/e2e.js";
 import { sseEvents } from "./helpers/faults.js";
@@ -137,6 +145,16 @@ describe("state growth", () => {
     expect(record.appliedResumeDigests.map((d) => `${d.executionId}:${d.interruptId}`)).toEqual(["old:b", "old:c", "now:x"]);
     for (const id of ["y", "z", "w"]) rememberAppliedDigest(record, answer("now", id), 3);
     expect(record.appliedResumeDigests.map((d) => `${d.executionId}:${d.interruptId}`)).toEqual(["now:x", "now:y", "now:z", "now:w"]);
+  });
+
+  it(`text-segment digests of one execution stop at ${TEXT_SEGMENT_WINDOW}, oldest dropped first, and load back in that order`, () => {
+    const execution = { textSnapshotDigests: [] } as unknown as ThreadRecord["execution"];
+    const digestOf = (i: number) => createHash("sha256").update(`segment ${i}`).digest("hex");
+    for (let i = 0; i < TEXT_SEGMENT_WINDOW + 500; i++) rememberTextSegment(execution, digestOf(i));
+    rememberTextSegment(execution, digestOf(TEXT_SEGMENT_WINDOW + 499)); // a repeat changes nothing
+    expect(execution.textSnapshotDigests).toHaveLength(TEXT_SEGMENT_WINDOW);
+    expect(execution.textSnapshotDigests![0]).toBe(digestOf(500));
+    expect(execution.textSnapshotDigests!.at(-1)).toBe(digestOf(TEXT_SEGMENT_WINDOW + 499));
   });
 
   it(`with the default window (${DEFAULT_RUN_ID_WINDOW}) a record of 1,000 turns is the size of one of ${DEFAULT_RUN_ID_WINDOW}`, () => {

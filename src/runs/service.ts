@@ -33,7 +33,7 @@ import { UPSTREAM_LIMITS, isBoundedId, oversizedFrame } from "../a2a/limits.js";
 import { A2AJsonRpcError, buildIacCodeMetadata, buildUserMessage, contextIdForThread, type A2AClient, type FlowGate } from "../a2a/index.js";
 import { normalizeLanguage, translate, type Language } from "../i18n/index.js";
 import { StateUnavailableError, type ThreadRecord, type ThreadStore } from "../state/thread-store.js";
-import { DEFAULT_RUN_ID_WINDOW, idRecord, putOwn, rememberAppliedDigest, rememberRunDigest, rememberTerminalExecution } from "../state/windows.js";
+import { DEFAULT_RUN_ID_WINDOW, idRecord, putOwn, rememberAppliedDigest, rememberRunDigest, rememberTerminalExecution, rememberTextSegment } from "../state/windows.js";
 import { AdmissionError, admission } from "./errors.js";
 import type { RunRequest } from "./input.js";
 import { recordRun, timeResult, type GatewayMetrics } from "../ops/metrics.js";
@@ -776,13 +776,6 @@ function rotateExecution(record: ThreadRecord, rosInvocationId: string, executio
     pipelineOpenSteps: [],
     pending: idRecord(),
   };
-}
-
-/** Digests stay sorted, as the reference stores them; a rotated execution starts without any. */
-function rememberTextSegment(execution: ThreadRecord["execution"], digest: string): void {
-  const digests = execution.textSnapshotDigests ?? [];
-  if (digests.includes(digest)) return;
-  execution.textSnapshotDigests = [...digests, digest].sort();
 }
 
 function markTerminal(record: ThreadRecord, window: number): void {

@@ -4,7 +4,7 @@
 import { z } from "zod";
 import { PERSISTED_INPUT_KEYS } from "../../operators/index.js";
 import { StateUnavailableError, type ThreadRecord } from "./thread-store.js";
-import { idRecord, putOwn } from "./windows.js";
+import { TEXT_SEGMENT_WINDOW, idRecord, putOwn } from "./windows.js";
 
 const DIGEST = /^[0-9a-f]{64}$/;
 
@@ -115,7 +115,7 @@ export function parseThreadRecord(json: unknown, threadId: string): ThreadRecord
           ];
         }),
       ),
-      ...(textSnapshotDigests !== undefined && textSnapshotDigests.length > 0 && { textSnapshotDigests: [...new Set(textSnapshotDigests)].sort() }),
+      ...(textSnapshotDigests !== undefined && textSnapshotDigests.length > 0 && { textSnapshotDigests: [...new Set(textSnapshotDigests)].slice(-TEXT_SEGMENT_WINDOW) }),
     },
     runDigests: wellFormedRunDigests(rawDigests),
     appliedResumeDigests: stored.appliedResumeDigests,

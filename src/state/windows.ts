@@ -45,3 +45,13 @@ export function rememberAppliedDigest(record: ThreadRecord, entry: AppliedResume
   let excess = kept.length - window;
   record.appliedResumeDigests = excess <= 0 ? kept : kept.filter((d) => d.executionId === entry.executionId || excess-- <= 0);
 }
+
+/** Text-segment digests kept per execution (the resume-text rule); a long chain of resumes drops the oldest. */
+export const TEXT_SEGMENT_WINDOW = 1024;
+
+/** Oldest first; a rotated execution starts without any. */
+export function rememberTextSegment(execution: ThreadRecord["execution"], digest: string): void {
+  const digests = execution.textSnapshotDigests ?? [];
+  if (digests.includes(digest)) return;
+  execution.textSnapshotDigests = [...digests, digest].slice(-TEXT_SEGMENT_WINDOW);
+}
