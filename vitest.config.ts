@@ -11,6 +11,8 @@ export default defineConfig({
     exclude: ["test/interop/**", "node_modules/**"],
     testTimeout: 20_000,
     hookTimeout: 20_000,
+    // expect.poll waits up to 1 s by default: too short for a browser turn on a loaded 2-core machine.
+    expect: { poll: { timeout: 10_000 } },
     pool: "forks",
     // @copilotkit/react-core's entry imports its stylesheet: run it through vite (CSS becomes an empty module).
     server: { deps: { inline: [/@copilotkit\/react-core/] } },
