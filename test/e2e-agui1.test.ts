@@ -2,6 +2,7 @@
 // interrupted run's id (CopilotKit's useInterrupt pins it), AG-UI 1.0 run semantics for clients that declare
 // protocolVersion "1.0" (cancelled outcome, pending interrupts shown again), RESUME_REQUIRED carrying the
 // interrupts, and GET /capabilities. Undeclared clients keep the seeds' behaviour. Real HttpAgent, real A2A server.
+import { promises as fsp } from "node:fs";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { Writable } from "node:stream";
@@ -10,6 +11,7 @@ import type { RunAgentInput } from "@ag-ui/client";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SERVER_VERSION } from "../src/gateway.js";
+import { FileThreadStore, type FsLayer } from "../src/state/file-store.js";
 import {
   agentWithPending,
   allowOnce,
@@ -234,6 +236,37 @@ describe("a run stopped by the cancel extension", () => {
     // The next turn on the thread is an ordinary new run.
     const next = stack.input({ threadId: events[0]!["threadId"] as string, prompt: "answer quickly" });
     expectSuccess((await runWithHttpAgent(stack.gateway.url, next)).events);
+  });
+
+  it("declared 1.0: a cancel that lands while a re-show is committing ends it cancelled; nothing stays pending", async () => {
+    const parked = await parkedDeploy();
+    const { executionId, rosInvocationId } = (await threadDoc(parked.input.threadId)).execution;
+    // Slow durable writes hold the re-show between its admission and its interrupt commit.
+    let delayMs = 0;
+    const rename = (async (from: string, to: string) => {
+      if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+      return fsp.rename(from, to);
+    }) as FsLayer["rename"];
+    await stack.restart({ store: new FileThreadStore({ dir: stack.stateDir, fs: { rename } }) });
+    try {
+      delayMs = 300;
+      const turn = declared(stack.input({ threadId: parked.input.threadId, prompt: "are you there?" }));
+      const live = await openSse(stack.gateway.url, turn);
+      await live.until((e) => e.type === "RUN_STARTED");
+      const cancelled = await postCancel(stack.gateway.url, executionId, { threadId: turn.threadId, rosInvocationId });
+      expect(cancelled.json).toMatchObject({ status: "cancelled" });
+      const events = await live.rest();
+      expectValidRun(events);
+      expect(events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "cancelled" } });
+      delayMs = 0;
+      await stack.restart();
+      expect(Object.keys((await threadDoc(turn.threadId)).execution.pending)).toEqual([]);
+      // The thread is free: the next turn is an ordinary one, not 409 RESUME_REQUIRED.
+      expectSuccess((await runWithHttpAgent(stack.gateway.url, stack.input({ threadId: turn.threadId, prompt: "hello there" }))).events);
+    } finally {
+      delayMs = 0;
+      await stack.restart();
+    }
   });
 
   it("undeclared: RUN_ERROR CANCELLED, as the seeds' table says", async () => {

@@ -508,6 +508,11 @@ export class RunService {
       );
     }
     if (event.type === EventType.RUN_FINISHED && (event as { outcome?: { type: string } }).outcome?.type === "interrupt") {
+      if (record.terminalExecutionIds.includes(record.execution.executionId)) {
+        // The cancel extension ended this execution while the run was on its way here (a re-shown
+        // interrupt has no kernel stream to say so): announcing or storing its interrupts would revive it.
+        return Promise.reject(new RunError("CANCELLED", "The execution was cancelled."));
+      }
       // Marked before the write, so a client that drops now does not cancel a run that is parking.
       ticket.interrupted = true;
       record.execution.interruptedRunId = ticket.request.runId;
