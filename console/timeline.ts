@@ -200,15 +200,16 @@ type MessageRow = Extract<TimelineItem, { kind: "text" | "reasoning" }>;
 /**
  * The row a message's delta grows: its latest row, even when other messages' rows came after it
  * (parallel candidates interleave), unless a tool call of that message (or of no message) came after
- * it — a message's text around its own tool calls reads as separate paragraphs, as it streamed.
+ * it — a message's text around its own tool calls reads as separate paragraphs, as it streamed. A
+ * candidate's message is open whenever it calls a tool, so a call without a parent is another scope's.
  */
 function messageRow(memory: ThreadMemory, run: RunView, kind: MessageRow["kind"], messageId: string, key: (prefix: string) => string): MessageRow {
+  const candidate = candidateOfMessage(memory, messageId);
   for (let i = run.items.length - 1; i >= 0; i--) {
     const item = run.items[i]!;
-    if (item.kind === "tool" && (item.parentMessageId === undefined || item.parentMessageId === messageId)) break;
+    if (item.kind === "tool" && (item.parentMessageId === messageId || (item.parentMessageId === undefined && candidate === undefined))) break;
     if (item.kind === kind && item.messageId === messageId) return item;
   }
-  const candidate = candidateOfMessage(memory, messageId);
   const coordinates = { key: key(kind), messageId, ...(candidate !== undefined && { candidate }) };
   const row: MessageRow = kind === "text" ? { kind, ...coordinates, text: "", streaming: true } : { kind, ...coordinates, text: "", streaming: true, open: false };
   run.items.push(row);

@@ -385,6 +385,31 @@ describe("console models", () => {
     expect(candidateOfMessage(newThreadMemory(), "36b5a57d-message")).toBeUndefined();
   });
 
+  it("a tool call without a parent message (another candidate's, before its text) splits no candidate's row", () => {
+    const memory = newThreadMemory();
+    const run = newRun("run-1", "go");
+    const messageOf = (k: number) => `pipeline-message:p-1:candidate_step:candidate-evaluate-${k}-1:candidate-evaluate-${k}-1-template_generating-1:step-evaluate-1`;
+    const [a, b] = [messageOf(0), messageOf(1)];
+    const events: Record<string, unknown>[] = [
+      { type: "RUN_STARTED" },
+      { type: "TEXT_MESSAGE_START", messageId: a, role: "assistant" },
+      { type: "TEXT_MESSAGE_CONTENT", messageId: a, delta: "Plan A: one " },
+      // Candidate B calls a tool before its own message opened: the gateway gives the call no parentMessageId.
+      { type: "TOOL_CALL_START", toolCallId: "t-b", toolCallName: "aliyun_api" },
+      { type: "TOOL_CALL_END", toolCallId: "t-b" },
+      { type: "TEXT_MESSAGE_CONTENT", messageId: a, delta: "vswitch." },
+      { type: "TEXT_MESSAGE_START", messageId: b, role: "assistant" },
+      { type: "TEXT_MESSAGE_CONTENT", messageId: b, delta: "Plan B." },
+    ];
+    for (const event of events) applyEvent(memory, run, event as never);
+    const rows = run.items.flatMap((i) => (i.kind === "text" ? [[i.messageId, i.text]] : []));
+    expect(rows).toEqual([
+      [a, "Plan A: one vswitch."],
+      [b, "Plan B."],
+    ]);
+    expect(replies(run).map((r) => r.text)).toEqual(["Plan A: one vswitch.", "Plan B."]);
+  });
+
   it("builds the pipeline tree with candidates under the step that fans out", () => {
     const memory = newThreadMemory();
     const run = newRun("run-1", "go");
