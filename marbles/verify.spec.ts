@@ -256,6 +256,13 @@ describe("aguiRunOutcomes", () => {
     ]);
   });
 
+  it("never throws either: what is not a list reads as no runs, a hostile event ends the reading", () => {
+    const hostile = { type: "RUN_FINISHED" } as Ev;
+    Object.defineProperty(hostile, "outcome", { enumerable: true, get: () => { throw new Error("boom"); } });
+    for (const input of [null, undefined, "RUN_STARTED", 42, {}]) expect(aguiRunOutcomes(input as unknown as Ev[])).toEqual([]);
+    expect(aguiRunOutcomes([...stream(START), hostile])).toEqual([{ index: 0, threadId: "t1", runId: "r1", outcome: "truncated" }]);
+  });
+
   it("counts a RUN_ERROR before any run as a run that failed before it began", () => {
     expect(aguiRunOutcomes(stream(["RUN_ERROR", { message: "unreachable" }], START, FINISH))).toEqual([
       { index: 0, outcome: "failed" },

@@ -911,24 +911,30 @@ export interface AguiRunSummary {
  */
 export function aguiRunOutcomes(events: readonly unknown[]): AguiRunSummary[] {
   const runs: AguiRunSummary[] = [];
+  if (!Array.isArray(events)) return runs;
   let state: "none" | "open" | "finished" | "errored" = "none";
-  events.forEach((event, index) => {
-    if (!isRecord(event)) return;
-    const last = runs.at(-1);
-    if (event.type === "RUN_STARTED" && state !== "open") {
-      const threadId = str(event.threadId);
-      const runId = str(event.runId);
-      runs.push({ index, ...(threadId !== undefined && { threadId }), ...(runId !== undefined && { runId }), outcome: "truncated" });
-      state = "open";
-    } else if (event.type === "RUN_FINISHED" && state === "open" && last !== undefined) {
-      const type = isRecord(event.outcome) ? event.outcome.type : undefined;
-      last.outcome = type === "interrupt" || type === "cancelled" ? type : "success";
-      state = "finished";
-    } else if (event.type === "RUN_ERROR") {
-      if ((state === "open" || state === "finished") && last !== undefined) last.outcome = "failed";
-      else if (state === "none") runs.push({ index, outcome: "failed" });
-      state = "errored";
-    }
-  });
+  try {
+    events.forEach((event, index) => {
+      if (!isRecord(event)) return;
+      const last = runs.at(-1);
+      if (event.type === "RUN_STARTED" && state !== "open") {
+        const threadId = str(event.threadId);
+        const runId = str(event.runId);
+        runs.push({ index, ...(threadId !== undefined && { threadId }), ...(runId !== undefined && { runId }), outcome: "truncated" });
+        state = "open";
+      } else if (event.type === "RUN_FINISHED" && state === "open" && last !== undefined) {
+        const type = isRecord(event.outcome) ? event.outcome.type : undefined;
+        last.outcome = type === "interrupt" || type === "cancelled" ? type : "success";
+        state = "finished";
+      } else if (event.type === "RUN_ERROR") {
+        if ((state === "open" || state === "finished") && last !== undefined) last.outcome = "failed";
+        else if (state === "none") runs.push({ index, outcome: "failed" });
+        state = "errored";
+      }
+    });
+  } catch {
+    // A hostile event (a throwing getter) ends the reading; the runs read before it stand, and
+    // verifyAguiStream reports the event it could not read.
+  }
   return runs;
 }
