@@ -80,6 +80,10 @@ async function parkedDeploy(): Promise<{ input: RunAgentInput; interrupts: Inter
   return { input, interrupts, events: run.events };
 }
 
+function deployedText(events: readonly WireEvent[]): string {
+  return events.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e["delta"]).join("");
+}
+
 function expectSuccess(events: readonly WireEvent[]): void {
   expect(events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
 }
@@ -198,6 +202,8 @@ describe("a new turn while interrupts are pending", () => {
     const resume = resumeInput(turn, [allowOnce(parked.interrupts[0]!.id)], { runId: turn.runId });
     const resumed = await runWithHttpAgent(stack.gateway.url, resume, { agent: run.agent });
     expectSuccess(resumed.events);
+    // The answer is delivered as it would have been without the re-show: the kernel's turn streams on.
+    expect(deployedText(resumed.events)).toMatch(/is deployed in cn-hangzhou/);
     // Nothing pending any more: the next turn is an ordinary one.
     expectSuccess((await runWithHttpAgent(stack.gateway.url, stack.input({ threadId: turn.threadId, prompt: "hello there" }))).events);
   });
@@ -209,7 +215,9 @@ describe("a new turn while interrupts are pending", () => {
     const run = await runWithHttpAgent(stack.gateway.url, turn);
     expect(interruptsOf(run.events)).toEqual(parked.interrupts);
     const resume = resumeInput(turn, [allowOnce(parked.interrupts[0]!.id)], { runId: turn.runId });
-    expectSuccess((await runWithHttpAgent(stack.gateway.url, resume, { agent: run.agent })).events);
+    const resumed = await runWithHttpAgent(stack.gateway.url, resume, { agent: run.agent });
+    expectSuccess(resumed.events);
+    expect(deployedText(resumed.events)).toMatch(/is deployed in cn-hangzhou/);
   });
 });
 

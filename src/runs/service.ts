@@ -516,7 +516,9 @@ export class RunService {
       // Marked before the write, so a client that drops now does not cancel a run that is parking.
       ticket.interrupted = true;
       record.execution.interruptedRunId = ticket.request.runId;
-      for (const [i, input] of staged.inputs.entries()) {
+      // A re-show announces the pending set as it is: its synthetic frame lists the inputs as pending
+      // permissions, which would otherwise mark them sideband and change how the answer is delivered.
+      if (ticket.kind !== "reshow") for (const [i, input] of staged.inputs.entries()) {
         const expiresAt = staged.interrupts[i]?.expiresAt;
         putOwn(record.execution.pending, input.value.inputId, {
           value: input.value,
