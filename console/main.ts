@@ -101,6 +101,7 @@ async function startRun(run: RunView, resume?: ResumeEntry[]): Promise<void> {
       { runId: run.runId, forwardedProps: forwardedProps(), ...(resume !== undefined && { resume }) },
       {
         onEvent: ({ event }) => {
+          adoptRosInvocationId(owner, event);
           applyEvent(owner.memory, run, event);
           render();
         },
@@ -123,6 +124,16 @@ async function startRun(run: RunView, resume?: ResumeEntry[]): Promise<void> {
     cancelling = false;
     render();
   }
+}
+
+/**
+ * A resume must repeat the execution's rosInvocationId; the session event names it. A thread typed in
+ * again after a reload has a new one of its own until the gateway re-shows the pending interrupts.
+ */
+function adoptRosInvocationId(owner: Thread, event: { type: string }): void {
+  const e = event as { type: string; name?: unknown; value?: { rosInvocationId?: unknown } };
+  if (e.type !== "CUSTOM" || e.name !== "iac-code.session.v1") return;
+  if (typeof e.value?.rosInvocationId === "string" && e.value.rosInvocationId !== "") owner.rosInvocationId = e.value.rosInvocationId;
 }
 
 function sendPrompt(text: string): void {

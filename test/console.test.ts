@@ -533,6 +533,24 @@ describe("the console in Chromium", () => {
     await page.screenshot({ path: join(ARTIFACTS, "console.png") });
   });
 
+  it("a thread typed in again after a reload shows its pending approval, and the answer finishes it", async () => {
+    await page.click("#new-thread");
+    await send("deploy the stack");
+    await page.locator("#conversation .interrupt.permission").waitFor();
+    const threadId = await page.inputValue("#thread");
+    // A reload forgets the page's thread; typing its id in again continues it, approval pending.
+    await page.reload();
+    await expect.poll(() => page.inputValue("#cwd")).toBe(workspace);
+    await page.fill("#thread", threadId);
+    await page.press("#thread", "Tab");
+    await send("are you still there?");
+    const card = page.locator("#conversation .interrupt.permission");
+    await card.waitFor();
+    await card.locator("button.choice", { hasText: "Allow once" }).click();
+    await expect.poll(() => lastRun().getAttribute("data-status")).toBe("success");
+    expect(await page.locator("#conversation .bubble.assistant").last().textContent()).toMatch(/is deployed in cn-hangzhou/);
+  });
+
   it("cancels a running execution through the cancel extension", async () => {
     // Scripted turns speak for another iac-code session, so each gets a thread of its own.
     await page.click("#new-thread");
