@@ -91,6 +91,18 @@ describe("hostile upstream frames end one run, never the process", () => {
   }
 });
 
+describe("ids the run keeps until it ends", () => {
+  const names = ["huge pipeline event id", "huge tool use id", "huge pipeline tool use id", "huge message id", "huge pipeline scope"];
+  it("longer than 256 code points end the run as A2A_PROTOCOL_ERROR where the frame is decoded", async () => {
+    for (const name of names) {
+      const { events } = sseEvents((await postJson(stack.gateway.url, stack.input({ prompt: name }))).text);
+      expect(streamProblems(events)).toEqual([]);
+      expect([name, events.at(-1)?.type, events.at(-1)?.["code"]]).toEqual([name, "RUN_ERROR", "A2A_PROTOCOL_ERROR"]);
+    }
+    await expectAlive();
+  });
+});
+
 describe("other streams", () => {
   it("a stream that is open while hostile frames end other runs finishes normally", async () => {
     const slow = postJson(stack.gateway.url, stack.input({ prompt: "slow" }));

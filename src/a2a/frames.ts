@@ -4,7 +4,7 @@
 // stays optional because protobuf JSON omits defaults (a2a-upstream §1.8).
 import { z } from "zod";
 import { RunError, type A2AStreamResponse, type A2ATask } from "../../operators/types.js";
-import { assertInputLimits } from "./limits.js";
+import { assertIdLimits, assertInputLimits } from "./limits.js";
 
 const jsonObject = z.looseObject({});
 const optionalString = z.string().optional();
@@ -93,6 +93,7 @@ export function decodeStreamResult(result: unknown): A2AStreamResponse {
   const payload = result[found];
   if (!FAST_GUARDS[found](payload) && !streamPayloads[found].safeParse(payload).success) throw invalidFrame();
   assertInputLimits(payload);
+  assertIdLimits(found, payload);
   return (Object.keys(result).length === 1 ? result : { [found]: payload }) as A2AStreamResponse;
 }
 
@@ -151,6 +152,7 @@ export const STREAM_SCHEMAS = streamPayloads;
 export function decodeTask(x: unknown): A2ATask {
   if (!task.safeParse(x).success) throw invalidFrame();
   assertInputLimits(x);
+  assertIdLimits("task", x);
   return x as A2ATask;
 }
 

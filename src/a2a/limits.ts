@@ -85,6 +85,46 @@ export function assertInputLimits(payload: unknown): void {
   }
 }
 
+/**
+ * Throws A2A_PROTOCOL_ERROR when an id the projection keeps for the rest of the run (to dedupe envelopes, to
+ * pair tool calls and messages) is longer than an id may be: each frame could otherwise add up to a record's
+ * size to what the run holds until it ends. Checked: message ids, `iac_code.tool.toolUseId`, and in pipeline
+ * envelopes `eventId`, `scope`, `data.toolUseId` and the step/candidate coordinates.
+ */
+export function assertIdLimits(key: string, payload: unknown): void {
+  if (!isObject(payload)) return;
+  const ids: unknown[] = [];
+  const messages: unknown[] = key === "message" ? [payload] : [];
+  const status = payload.status;
+  if (isObject(status)) messages.push(status.message);
+  if (Array.isArray(payload.history)) messages.push(...payload.history);
+  for (const message of messages) if (isObject(message)) ids.push(message.messageId);
+  const iac = iacCodeOf(payload);
+  if (iac) {
+    if (isObject(iac.tool)) ids.push(iac.tool.toolUseId);
+    const envelopes: unknown[] = [iac.pipeline];
+    if (isObject(iac.pipelineBatch) && Array.isArray(iac.pipelineBatch.events)) envelopes.push(...iac.pipelineBatch.events);
+    for (const envelope of envelopes) {
+      if (!isObject(envelope)) continue;
+      ids.push(envelope.eventId, envelope.scope);
+      if (isObject(envelope.data)) ids.push(envelope.data.toolUseId);
+      for (const coordinate of ["candidate", "candidateStep", "step"] as const) {
+        const c = envelope[coordinate];
+        if (isObject(c)) ids.push(c.runId, c.id, c.subPipelineId);
+      }
+    }
+  }
+  for (const id of ids) if (typeof id === "string" && !withinCodePoints(id, UPSTREAM_LIMITS.maxIdCodePoints)) throw oversizedFrame();
+}
+
+function withinCodePoints(value: string, max: number): boolean {
+  if (value.length <= max) return true;
+  if (value.length > max * 2) return false;
+  let n = 0;
+  for (const _ of value) if (++n > max) return false;
+  return true;
+}
+
 /** Walks strings and keys without building JSON text: a hostile input is refused before it is copied. */
 function withinSize(root: unknown, budget: number): boolean {
   const stack: unknown[] = [root];

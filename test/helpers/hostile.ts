@@ -72,6 +72,21 @@ export const HOSTILE_CASES: Record<string, Case> = {
     status(c, `{"pipelineBatch":{"events":[${Array.from({ length: 1_000 }, (_, i) => `{"eventType":"step_started","eventId":"s${i}","step":{"id":"step-${i}"}}`).join(",")}]}}`),
     completed(c),
   ],
+  // Ids the projection keeps until the run ends (dedupe, tool and message pairing): one long id per frame
+  // would otherwise add up to a record's size to the run's memory, frame after frame.
+  "huge pipeline event id": (c) => [working(c), status(c, `{"pipeline":{"eventType":"stack_progress","eventId":"${"e".repeat(5_000)}"}}`), completed(c)],
+  "huge tool use id": (c) => [working(c), status(c, `{"tool":{"status":"completed","toolUseId":"${"t".repeat(5_000)}","name":"x"}}`), completed(c)],
+  "huge pipeline tool use id": (c) => [
+    working(c),
+    status(c, `{"pipelineBatch":{"events":[{"eventType":"tool_result","eventId":"e1","data":{"toolUseId":"${"t".repeat(5_000)}","result":"r"}}]}}`),
+    completed(c),
+  ],
+  "huge message id": (c) => [
+    working(c),
+    `{"statusUpdate":{"taskId":"${TASK}","contextId":"${c}","status":{"state":"TASK_STATE_WORKING","message":{"messageId":"${"m".repeat(5_000)}","role":"ROLE_AGENT","parts":[{"text":"x"}]}}}}`,
+    completed(c),
+  ],
+  "huge pipeline scope": (c) => [working(c), status(c, `{"pipeline":{"eventType":"text_delta","eventId":"e1","scope":"${"s".repeat(5_000)}","data":{"text":"x"}}}`), completed(c)],
   "sequence 1e308": (c) => [working(c), status(c, '{"pipeline":{"eventType":"pipeline_started","sequence":1e308}}'), completed(c)],
 };
 
