@@ -40,6 +40,9 @@ export async function burst(ctx: BenchContext, system: System, frames: number, a
   };
 }
 
+/** The stream every throughput comparison times (floor, raw relay, gateway, Python reference) in a quick run. */
+export const THROUGHPUT_FRAMES = 100_000;
+
 export interface ThroughputResult {
   floorRatio: number;
   relayRatio: number;
@@ -48,7 +51,7 @@ export interface ThroughputResult {
 }
 
 export async function throughput(ctx: BenchContext, systems: { floor: System; raw: System; gateway: System }): Promise<ThroughputResult> {
-  const frames = ctx.quick ? 100_000 : 200_000;
+  const frames = ctx.quick ? THROUGHPUT_FRAMES : 2 * THROUGHPUT_FRAMES;
   const reps = ctx.quick ? 3 : 5;
   const agent = new Agent({ keepAliveTimeout: 10_000 });
   const order = [systems.floor, systems.raw, systems.gateway];

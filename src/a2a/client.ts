@@ -1,20 +1,21 @@
 // JSON-RPC 2.0 client for the A2A 1.0 kernel on loopback (a2a-upstream §1–§5, reference-adapter §4.1).
-// undici `request` on one keep-alive Agent, SSE through eventsource-parser; every failure leaves as
-// one of three kinds: A2A_UNAVAILABLE (transport), A2AJsonRpcError (the kernel said no),
-// A2A_PROTOCOL_ERROR (the kernel said something we cannot read).
+// undici `request` on one keep-alive Agent; streams are read by sse-reader.ts, the iac-code REST routes
+// live in iac-code-routes.ts, and every failure leaves as one of the three kinds in errors.ts.
 import { randomUUID } from "node:crypto";
-import type { Readable } from "node:stream";
-import { StringDecoder } from "node:string_decoder";
-import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { Observable, type Subscriber } from "rxjs";
 import { Agent, request, type Dispatcher } from "undici";
-import { RunError, type A2AMessage, type A2AStreamResponse, type A2ATask } from "../../operators/types.js";
+import type { A2AMessage, A2AStreamResponse, A2ATask } from "../../operators/types.js";
+import { isEventStream, isSuccess, parseJson, readText } from "./bodies.js";
+import { a2aUnavailable, classify, jsonRpcErrorOf } from "./errors.js";
 import { decodeStreamResult, decodeTask, invalidFrame, isPlainObject } from "./frames.js";
-import { UPSTREAM_LIMITS, nestsDeeperThan } from "./limits.js";
+import { fetchPipelineState, requestSessionRestore, type PipelineState, type RestTransport } from "./iac-code-routes.js";
+import { IdleWatch } from "./idle-watch.js";
+import { readFrames, type FlowGate } from "./sse-reader.js";
+
+export { A2AJsonRpcError, a2aUnavailable } from "./errors.js";
+export type { FlowGate } from "./sse-reader.js";
 
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
-/** Bound on one SSE record and on one JSON reply, so a broken kernel cannot grow our memory without limit. */
-const MAX_RECORD_CHARS = 16 * 1024 * 1024;
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 const ACCEPTED_OUTPUT_MODES = ["text/plain"];
 
@@ -31,27 +32,6 @@ export function assertLoopbackA2AUrl(url: string): URL {
   }
   parsed.pathname = parsed.pathname.replace(/\/+$/, "") + "/";
   return parsed;
-}
-
-/**
- * Backpressure hook: the client awaits ready() after pushing the frames of each network chunk, before
- * reading the next one. A slow SSE reader downstream returns a promise here, so the upstream socket is
- * not read while the client is behind.
- */
-export interface FlowGate {
-  ready(): Promise<void> | void;
-}
-
-/** A JSON-RPC error object from the kernel (e.g. -32001 task not found, -32602 invalid params). */
-export class A2AJsonRpcError extends Error {
-  override readonly name = "A2AJsonRpcError";
-  constructor(
-    readonly code: number,
-    message: string,
-    readonly data?: unknown,
-  ) {
-    super(message);
-  }
 }
 
 export interface A2AClientOptions {
@@ -78,10 +58,6 @@ export interface StreamOptions {
   flow?: FlowGate;
 }
 
-export function a2aUnavailable(): RunError {
-  return new RunError("A2A_UNAVAILABLE", "The local A2A execution service is unavailable.");
-}
-
 export class A2AClient {
   private readonly base: URL;
   private readonly agent: Agent;
@@ -90,6 +66,7 @@ export class A2AClient {
   private readonly baseHeaders: Record<string, string>;
   private readonly requestTimeoutMs: number;
   private readonly idleTimeoutMs: number;
+  private readonly routes: RestTransport;
 
   constructor(options: A2AClientOptions) {
     this.base = assertLoopbackA2AUrl(options.url);
@@ -103,6 +80,7 @@ export class A2AClient {
     // Without A2A-Version the SDK assumes 0.3 and refuses every 1.0 method with -32009.
     this.baseHeaders = { "A2A-Version": "1.0" };
     if (options.token) this.baseHeaders.Authorization = `Bearer ${options.token}`;
+    this.routes = { base: this.base, dispatcher: this.agent, headers: this.baseHeaders, timeoutMs: this.requestTimeoutMs };
   }
 
   /** Cold: each subscription POSTs SendStreamingMessage; unsubscribing aborts the request and closes its socket. */
@@ -135,36 +113,16 @@ export class A2AClient {
   }
 
   /** iac-code pipeline recovery (a2a-upstream §5.5); 404 = nothing known for that task. */
-  async pipelineState(taskId: string, afterSequence: number): Promise<{ snapshot?: unknown; events?: unknown[] } | null> {
-    const url = new URL("iac-code/pipeline/state", this.base);
-    url.searchParams.set("taskId", taskId);
-    url.searchParams.set("afterSequence", String(afterSequence));
-    const body = await this.rest(url, "GET", undefined, [404]);
-    if (body.status === 404) return null;
-    const state = body.json;
-    if (!isPlainObject(state) || (state.events !== undefined && !Array.isArray(state.events))) throw invalidFrame();
-    return state as { snapshot?: unknown; events?: unknown[] };
+  pipelineState(taskId: string, afterSequence: number): Promise<PipelineState | null> {
+    return fetchPipelineState(this.routes, taskId, afterSequence);
   }
 
-  /** iac-code explicit session restore (newer kernels); 404 = the session cannot be restored. */
   /**
-   * "unsupported" when the kernel has no such route (iac-code 0.13 and plain A2A servers): the session
-   * then lives as long as the kernel process, and GetTask is the only check left.
+   * iac-code explicit session restore (newer kernels); false = the session cannot be restored,
+   * "unsupported" = the kernel has no such route (iac-code 0.13 and plain A2A servers).
    */
-  async ensureSessionRestored(body: { cwd: string; sessionId: string; taskId?: string }): Promise<boolean | "unsupported"> {
-    const url = new URL("iac-code/session/ensure-restored", this.base);
-    const reply = await this.rest(url, "POST", JSON.stringify(body), [404, 409]);
-    if (reply.status === 404) return isPlainObject(reply.json) && reply.json.status === "not_found" ? false : "unsupported";
-    if (reply.status === 409) {
-      const error = isPlainObject(reply.json) ? reply.json.error : undefined;
-      if (isPlainObject(error) && error.code === "SESSION_BACKUP_NOT_READY" && error.retryable === true) {
-        throw new RunError("SESSION_BACKUP_NOT_READY", "Session backup is still synchronizing. Retry after 3 seconds.");
-      }
-      throw a2aUnavailable();
-    }
-    const status = isPlainObject(reply.json) ? reply.json.status : undefined;
-    if (status !== "current" && status !== "restored") throw invalidFrame();
-    return true;
+  ensureSessionRestored(body: { cwd: string; sessionId: string; taskId?: string }): Promise<boolean | "unsupported"> {
+    return requestSessionRestore(this.routes, body);
   }
 
   /** Destroys the connection pool; calls still in flight fail with A2A_UNAVAILABLE. */
@@ -253,240 +211,8 @@ export class A2AClient {
       bodyTimeout: timing.bodyTimeout,
     });
   }
-
-  /** Plain-JSON iac-code extension routes; statuses in `expected` are returned to the caller instead of failing. */
-  private async rest(
-    url: URL,
-    method: "GET" | "POST",
-    body: string | undefined,
-    expected: number[],
-  ): Promise<{ status: number; json: unknown }> {
-    try {
-      const headers: Record<string, string> = { ...this.baseHeaders, Accept: "application/json" };
-      if (body !== undefined) headers["Content-Type"] = "application/json";
-      const res = await request(url, {
-        dispatcher: this.agent,
-        method,
-        headers,
-        body,
-        headersTimeout: this.requestTimeoutMs,
-        bodyTimeout: this.requestTimeoutMs,
-      });
-      if (!isSuccess(res.statusCode) && !expected.includes(res.statusCode)) {
-        res.body.dump().catch(() => undefined);
-        throw a2aUnavailable();
-      }
-      const text = await readText(res.body);
-      // Error statuses may come with an empty or non-JSON body; only a success body must parse.
-      if (!isSuccess(res.statusCode)) return { status: res.statusCode, json: tryParseJson(text) };
-      return { status: res.statusCode, json: parseJson(text) };
-    } catch (error) {
-      throw classify(error);
-    }
-  }
-}
-
-/**
- * SSE records → StreamResponses. eventsource-parser handles CRLF, comments and records split across
- * chunks; this collects the frames of one chunk and remembers the first bad one, after which the
- * stream is over (frames decoded before it are still delivered, in order).
- */
-class SseFrameDecoder {
-  private frames: A2AStreamResponse[] = [];
-  failure: Error | undefined;
-  private readonly parser = createParser({
-    maxBufferSize: MAX_RECORD_CHARS,
-    onEvent: (event) => this.accept(event),
-    onError: (error) => {
-      if (error.type === "max-buffer-size-exceeded") this.failure ??= invalidFrame();
-    },
-  });
-
-  feed(text: string): void {
-    if (this.failure || text === "") return;
-    this.parser.feed(text);
-  }
-
-  take(): A2AStreamResponse[] {
-    const frames = this.frames;
-    this.frames = [];
-    return frames;
-  }
-
-  private accept(event: EventSourceMessage): void {
-    if (this.failure) return;
-    try {
-      const envelope = parseJson(event.data);
-      if (event.event === "error") throw jsonRpcErrorOf(envelope);
-      if (!isPlainObject(envelope)) throw invalidFrame();
-      if (envelope.error !== undefined) throw jsonRpcErrorOf(envelope);
-      if (envelope.result === undefined) throw invalidFrame();
-      this.frames.push(decodeStreamResult(envelope.result));
-    } catch (error) {
-      this.failure = error instanceof Error ? error : invalidFrame();
-    }
-  }
-}
-
-/**
- * Reads an SSE body to its end, delivering frames chunk by chunk; resolves early when the consumer is gone.
- * Event-driven rather than `for await`: an idle stream then holds no suspended iterator, generator or
- * pending promise, only its listeners. While the flow gate is closed the body is paused, so the socket is
- * not read and backpressure reaches the kernel.
- */
-function readFrames(body: Readable, subscriber: Subscriber<A2AStreamResponse>, flow: FlowGate | undefined, idle: IdleWatch): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const frames = new SseFrameDecoder();
-    const decoder = new StringDecoder("utf8");
-    let first = true;
-    const settle = (error?: unknown) => {
-      body.off("data", onData);
-      body.off("end", onEnd);
-      body.off("error", settle);
-      if (error === undefined) resolve();
-      else reject(error);
-    };
-    const deliver = (text: string): boolean => {
-      // The SSE decoding rules drop one leading byte-order mark (eventsource-parser leaves it to us).
-      if (first && text !== "") {
-        first = false;
-        if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-      }
-      frames.feed(text);
-      return emitAll(frames, subscriber);
-    };
-    const onData = (chunk: Buffer) => {
-      idle.touch();
-      try {
-        if (!deliver(decoder.write(chunk))) return settle();
-      } catch (error) {
-        return settle(error);
-      }
-      const ready = flow?.ready();
-      if (!ready) return;
-      body.pause();
-      idle.pause();
-      const reopen = () => {
-        if (subscriber.closed) return settle();
-        idle.resume();
-        body.resume();
-      };
-      void ready.then(reopen, reopen);
-    };
-    const onEnd = () => {
-      try {
-        if (deliver(decoder.end())) subscriber.complete();
-        settle();
-      } catch (error) {
-        settle(error);
-      }
-    };
-    body.on("data", onData);
-    body.on("end", onEnd);
-    body.on("error", settle);
-  });
-}
-
-/** Delivers the decoded frames; false when the stream must stop (consumer gone, or a bad frame). */
-function emitAll(frames: SseFrameDecoder, subscriber: Subscriber<A2AStreamResponse>): boolean {
-  for (const frame of frames.take()) {
-    if (subscriber.closed) return false;
-    subscriber.next(frame);
-  }
-  if (frames.failure) throw frames.failure;
-  return !subscriber.closed;
-}
-
-/** Stream silence timer. Paused while we wait on the consumer: that silence is ours, not the kernel's. */
-class IdleWatch {
-  fired = false;
-  private timer: NodeJS.Timeout | undefined;
-
-  constructor(
-    private readonly timeoutMs: number,
-    private readonly onIdle: () => void,
-  ) {}
-
-  start(): void {
-    if (this.timeoutMs <= 0) return;
-    this.timer = setTimeout(() => {
-      this.fired = true;
-      this.onIdle();
-    }, this.timeoutMs);
-  }
-
-  touch(): void {
-    this.timer?.refresh();
-  }
-
-  // A cleared Node timer cannot be re-armed with refresh(), hence stop + start.
-  pause(): void {
-    this.stop();
-  }
-
-  resume(): void {
-    this.start();
-  }
-
-  stop(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-  }
 }
 
 function messageParams(message: A2AMessage): unknown {
   return { message, configuration: { acceptedOutputModes: ACCEPTED_OUTPUT_MODES } };
-}
-
-function jsonRpcErrorOf(envelope: unknown): Error {
-  const error = isPlainObject(envelope) ? envelope.error : undefined;
-  if (!isPlainObject(error) || typeof error.code !== "number" || !Number.isInteger(error.code)) return invalidFrame();
-  const message = typeof error.message === "string" ? error.message : "";
-  return new A2AJsonRpcError(error.code, message, error.data);
-}
-
-/** Our own errors pass through; anything else (refused, reset, timeout, aborted socket) is the transport. */
-function classify(error: unknown): Error {
-  if (error instanceof RunError || error instanceof A2AJsonRpcError) return error;
-  return a2aUnavailable();
-}
-
-async function readText(body: AsyncIterable<Uint8Array>): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += chunk.byteLength;
-    if (size > MAX_RECORD_CHARS) throw invalidFrame();
-    chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-  }
-  return Buffer.concat(chunks, size).toString("utf8");
-}
-
-/** Every JSON document from the kernel comes through here, so its nesting is bounded before anything walks it. */
-function parseJson(text: string): unknown {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw invalidFrame();
-  }
-  if (nestsDeeperThan(value, UPSTREAM_LIMITS.maxDepth)) throw invalidFrame();
-  return value;
-}
-
-function tryParseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
-function isSuccess(status: number): boolean {
-  return status >= 200 && status < 300;
-}
-
-function isEventStream(contentType: string | string[] | undefined): boolean {
-  const value = Array.isArray(contentType) ? contentType[0] : contentType;
-  return value !== undefined && value.toLowerCase().startsWith("text/event-stream");
 }

@@ -1,0 +1,198 @@
+// The option table: every setting is written here once. The configuration's types, its defaults, the
+// zod schema, flag parsing, env lookup, YAML keys and the --help text are all derived from it.
+import path from "node:path";
+import { z } from "zod";
+
+/** How a string from argv or env is turned into a typed value before validation. */
+export type OptionKind = "string" | "path" | "port" | "seconds" | "count" | "boolean" | "pathList";
+
+export interface OptionSpec<S extends z.ZodType = z.ZodType> {
+  kind: OptionKind;
+  /** Validation of the merged value; its messages are the tail of "<source label> …". */
+  schema: S;
+  /** Used when no source sets the option; absent means unset (or derived, for stateDir and console). */
+  default?: z.output<S>;
+  /** The help text's "default …"; `String(default)` when absent. */
+  defaultText?: string;
+  flag?: string;
+  shortFlag?: string;
+  /** Checked in order; the first non-empty one wins. */
+  env?: readonly string[];
+  /** Normalised spelling (`_`); the help text shows the `-` spelling. */
+  yamlKey?: string;
+  valueName?: string;
+  description: string;
+  /** An empty string means "unset" (URLs, tokens, paths). */
+  emptyIsUnset?: true;
+}
+
+/** Keeps each entry's own schema type, so the merged values' type can be inferred from the table. */
+const option = <S extends z.ZodType>(spec: OptionSpec<S>): OptionSpec<S> => spec;
+
+// Messages are the tail of "<source label> must be …".
+// Node clamps timer delays above 2^31-1 ms to 1 ms, so a larger value would fire at once.
+const MAX_TIMER_SECONDS = Math.floor((2 ** 31 - 1) / 1000);
+const PORT_MESSAGE = "must be an integer between 0 and 65535.";
+const NON_NEGATIVE_SECONDS = "must be a non-negative number of seconds.";
+const POSITIVE_SECONDS = "must be a positive number of seconds.";
+const TOO_MANY_SECONDS = `must be at most ${MAX_TIMER_SECONDS} seconds.`;
+const BOOLEAN_MESSAGE = "must be true or false.";
+const STRING_MESSAGE = "must be a string.";
+const COUNT_MESSAGE = "must be a positive integer.";
+
+const text = () => z.string({ error: STRING_MESSAGE });
+const flag = () => z.boolean({ error: BOOLEAN_MESSAGE });
+const count = (min: number) =>
+  z
+    .number({ error: COUNT_MESSAGE })
+    .int(COUNT_MESSAGE)
+    .min(min, min === 1 ? COUNT_MESSAGE : `must be an integer of at least ${min}.`)
+    .max(2 ** 31 - 1, COUNT_MESSAGE);
+const positiveSeconds = () =>
+  z.number({ error: POSITIVE_SECONDS }).positive(POSITIVE_SECONDS).max(MAX_TIMER_SECONDS, TOO_MANY_SECONDS);
+const nonNegativeSeconds = () =>
+  z.number({ error: NON_NEGATIVE_SECONDS }).min(0, NON_NEGATIVE_SECONDS).max(MAX_TIMER_SECONDS, TOO_MANY_SECONDS);
+const pathList = () =>
+  z
+    .array(z.string({ error: "must be a list of paths." }).min(1, "must not contain empty paths."), {
+      error: "must be a list of paths.",
+    })
+    .min(1, "must list at least one path.");
+
+/** In --help order. Everything except --config and --demo, which pick sources rather than set values. */
+export const OPTIONS = {
+  host: option({
+    kind: "string", schema: text().min(1, "must be a non-empty string."), default: "127.0.0.1",
+    flag: "--host", env: ["IAC_CODE_AGUI_HOST"], yamlKey: "host", valueName: "HOST", description: "Interface to listen on.",
+  }),
+  port: option({
+    kind: "port", schema: z.number({ error: PORT_MESSAGE }).int(PORT_MESSAGE).min(0, PORT_MESSAGE).max(65535, PORT_MESSAGE),
+    default: 41243, flag: "--port", env: ["IAC_CODE_AGUI_PORT"], yamlKey: "port", valueName: "PORT",
+    description: "TCP port to listen on (0 = any free port).",
+  }),
+  a2aUrl: option({
+    kind: "string", schema: text().optional(), defaultText: "unset", emptyIsUnset: true,
+    flag: "--a2a-url", env: ["IAC_CODE_AGUI_A2A_URL"], yamlKey: "a2a_url", valueName: "URL",
+    description: "Loopback URL of the A2A JSON-RPC endpoint (unset: start `iac-code a2a` from PATH).",
+  }),
+  a2aToken: option({
+    kind: "string", schema: text().optional(), defaultText: "unset", emptyIsUnset: true,
+    env: ["IAC_CODE_AGUI_A2A_TOKEN"], yamlKey: "a2a_token", description: "Bearer token sent to the A2A endpoint.",
+  }),
+  a2aHttp2: option({
+    kind: "boolean", schema: flag(), default: false, flag: "--a2a-http2", env: ["IAC_CODE_AGUI_A2A_HTTP2"], yamlKey: "a2a_http2",
+    description: "Speak HTTP/2 without TLS (h2c) to an http:// A2A endpoint: runs share a few connections instead of a socket each.",
+  }),
+  authToken: option({
+    kind: "string", schema: text().optional(), defaultText: "unset (no auth)", emptyIsUnset: true,
+    env: ["IAC_CODE_AGUI_AUTH_TOKEN"], yamlKey: "auth_token", description: "Bearer token AG-UI clients must send; empty disables auth.",
+  }),
+  stateDir: option({
+    kind: "path", schema: text().optional(), defaultText: "<IAC_CODE_CONFIG_DIR or ~/.iac-code>/agui", emptyIsUnset: true,
+    flag: "--state-dir", env: ["IAC_CODE_AGUI_STATE_DIR"], yamlKey: "state_dir", valueName: "DIR",
+    description: "Directory for persisted thread state.",
+  }),
+  interruptTtlSeconds: option({
+    kind: "seconds", schema: nonNegativeSeconds(), default: 540,
+    flag: "--interrupt-ttl", env: ["IAC_CODE_AGUI_INTERRUPT_TTL"], yamlKey: "interrupt_ttl", valueName: "SECONDS",
+    description: "How long an interrupt can be answered (0 = never expires).",
+  }),
+  idleShutdownSeconds: option({
+    kind: "seconds", schema: nonNegativeSeconds(), default: 0,
+    flag: "--idle-shutdown", env: ["IAC_CODE_AGUI_IDLE_SHUTDOWN"], yamlKey: "idle_shutdown", valueName: "SECONDS",
+    description: "Exit 0 after this long with no active run and no pending interrupt (0 = never).",
+  }),
+  heartbeatSeconds: option({
+    kind: "seconds", schema: positiveSeconds(), default: 15,
+    flag: "--heartbeat", env: ["IAC_CODE_AGUI_HEARTBEAT"], yamlKey: "heartbeat", valueName: "SECONDS",
+    description: "SSE heartbeat interval when no event is sent (must be > 0).",
+  }),
+  upstreamIdleTimeoutSeconds: option({
+    kind: "seconds", schema: nonNegativeSeconds(), default: 0,
+    flag: "--upstream-idle-timeout", env: ["IAC_CODE_AGUI_UPSTREAM_IDLE_TIMEOUT"], yamlKey: "upstream_idle_timeout",
+    valueName: "SECONDS", description: "Fail a run when A2A sends nothing for this long (0 = no limit).",
+  }),
+  allowedCwds: option({
+    // The second name is the kernel's own variable; the reference falls back to it too (§3.4).
+    kind: "pathList", schema: pathList().optional(), defaultText: "the server's working directory",
+    env: ["IAC_CODE_AGUI_ALLOWED_CWDS", "IACCODE_A2A_ALLOWED_CWDS"], yamlKey: "allowed_cwds",
+    description: `Allowed workspace roots (env: separated by "${path.delimiter}"; yaml: a list).`,
+  }),
+  runIdWindow: option({
+    kind: "count", schema: count(1), default: 256,
+    flag: "--run-id-window", env: ["IAC_CODE_AGUI_RUN_ID_WINDOW"], yamlKey: "run_id_window", valueName: "N",
+    description: "Run ids kept per thread: a reuse within the last N runs is refused (also ended executions and applied answers kept).",
+  }),
+  bodyBudgetMib: option({
+    // One largest request (12 MiB) must always fit.
+    kind: "count", schema: count(12), default: 64,
+    flag: "--body-budget", env: ["IAC_CODE_AGUI_BODY_BUDGET"], yamlKey: "body_budget", valueName: "MIB",
+    description: "Request-body MiB read and parsed at once across all connections; over it: 503 with Retry-After (at least 12).",
+  }),
+  bodyTimeoutSeconds: option({
+    kind: "seconds", schema: positiveSeconds(), default: 30,
+    flag: "--body-timeout", env: ["IAC_CODE_AGUI_BODY_TIMEOUT"], yamlKey: "body_timeout", valueName: "SECONDS",
+    description: "Deadline for a whole request body; a slower one is cut with 408 (must be > 0).",
+  }),
+  headersTimeoutSeconds: option({
+    kind: "seconds", schema: positiveSeconds(), default: 20,
+    flag: "--headers-timeout", env: ["IAC_CODE_AGUI_HEADERS_TIMEOUT"], yamlKey: "headers_timeout", valueName: "SECONDS",
+    description: "Deadline for a request's headers (must be > 0).",
+  }),
+  keepAliveTimeoutSeconds: option({
+    kind: "seconds", schema: positiveSeconds(), default: 5,
+    flag: "--keep-alive-timeout", env: ["IAC_CODE_AGUI_KEEP_ALIVE_TIMEOUT"], yamlKey: "keep_alive_timeout", valueName: "SECONDS",
+    description: "How long an idle keep-alive connection is kept open (must be > 0).",
+  }),
+  maxConnections: option({
+    kind: "count", schema: count(1), default: 16_384,
+    flag: "--max-connections", env: ["IAC_CODE_AGUI_MAX_CONNECTIONS"], yamlKey: "max_connections", valueName: "N",
+    description: "Open client connections (streams included); more are closed at once. Keep it below the file-descriptor limit.",
+  }),
+  validateEvents: option({
+    kind: "boolean", schema: flag(), default: false,
+    flag: "--validate-events", env: ["IAC_CODE_AGUI_VALIDATE_EVENTS"], yamlKey: "validate_events",
+    description: "Check every outgoing AG-UI event against the schema.",
+  }),
+  console: option({
+    kind: "boolean", schema: flag().optional(), defaultText: "false (true with --demo)",
+    flag: "--console", yamlKey: "console", description: "Serve the browser console.",
+  }),
+  debug: option({
+    kind: "boolean", schema: flag(), default: false, flag: "--debug", shortFlag: "-d", yamlKey: "debug",
+    description: "Log at debug level.",
+  }),
+  logStdout: option({
+    kind: "boolean", schema: flag(), default: false, flag: "--log-stdout", yamlKey: "log_stdout",
+    description: "Mirror logs to stdout.",
+  }),
+};
+
+type Table = typeof OPTIONS;
+/** Options that can come from the merged sources (everything except --config and --demo). */
+export type OptionKey = keyof Table;
+
+/** The table as a list, in --help order. */
+export const OPTION_LIST: readonly (OptionSpec & { key: OptionKey })[] = (Object.keys(OPTIONS) as OptionKey[]).map(
+  (key) => ({ ...(OPTIONS[key] as OptionSpec), key }),
+);
+
+/** Validates the merged values, each by its own option's schema. */
+export const mergedSchema = z.object(
+  Object.fromEntries(OPTION_LIST.map((o) => [o.key, o.schema])) as { [K in OptionKey]: Table[K]["schema"] },
+);
+
+export type MergedValues = z.infer<typeof mergedSchema>;
+
+/** The merged values once finished: empty strings dropped, paths made absolute, stateDir and console settled. */
+export type GatewayConfig = Omit<MergedValues, "stateDir" | "console"> & {
+  /** Directory for persisted thread state (absolute). */
+  stateDir: string;
+  /** The YAML file given with --config (absolute). */
+  configFile?: string;
+  demo: boolean;
+  console: boolean;
+};
+
+export const CONFIG_FLAG = "--config";
+export const DEMO_FLAG = "--demo";
