@@ -152,8 +152,7 @@ describe("the thread file", () => {
     expect(Object.keys(doc.execution.pending)).toEqual([interrupt!.id]);
     expect(doc.execution.pending[interrupt!.id].value).toMatchObject({ kind: "permission", inputId: interrupt!.id, toolName: "ros_deploy" });
     expect(doc.execution.pending[interrupt!.id].expiresAt).toBe(interrupt!.expiresAt);
-    expect(Object.keys(doc.runDigests)).toEqual([input.runId]);
-    expect(doc.runDigests[input.runId]).toMatch(/^[0-9a-f]{64}$/);
+    expect(doc.runDigests).toEqual([{ runId: input.runId, digest: expect.stringMatching(/^[0-9a-f]{64}$/) }]);
 
     for (const secret of [MESSAGE_MARKER, ...Object.values(SECRETS)]) expect(text, `the file holds ${secret}`).not.toContain(secret);
     expect(text).not.toContain("Please deploy");
@@ -167,7 +166,7 @@ describe("the thread file", () => {
     expect(after.doc.appliedResumeDigests).toEqual([
       { executionId: session["executionId"], interruptId: interrupt!.id, digest: expect.stringMatching(/^[0-9a-f]{64}$/) },
     ]);
-    expect(Object.keys(after.doc.runDigests).sort()).toEqual([input.runId, resume.runId].sort());
+    expect(after.doc.runDigests.map((entry: { runId: string }) => entry.runId)).toEqual([input.runId, resume.runId]);
     for (const secret of [MESSAGE_MARKER, ...Object.values(SECRETS)]) expect(after.text).not.toContain(secret);
     expect(await modeOf(threadFile(stack, input.threadId))).toBe(0o600);
   });

@@ -35,7 +35,7 @@ function record(threadId = "thread-1", overrides: Partial<ThreadRecord> = {}): T
         },
       },
     },
-    runDigests: { "run-1": DIGEST_A },
+    runDigests: [{ runId: "run-1", digest: DIGEST_A }],
     appliedResumeDigests: [{ executionId: "exec-0", interruptId: "input-0", digest: DIGEST_B }],
     terminalExecutionIds: ["exec-0"],
     ...overrides,
@@ -114,22 +114,23 @@ describe("FileThreadStore round trip and layout", () => {
     expect((await fsp.stat(threadsDir())).mode & 0o777).toBe(0o700);
   });
 
-  it("writes two-space JSON with keys sorted at every level but runDigests, lists as given, and a trailing newline", async () => {
-    const saved = record("thread-1", { runDigests: { b: DIGEST_A, "9": DIGEST_A, "10": DIGEST_B, a: DIGEST_B } });
+  it("writes two-space JSON with keys sorted at every level, lists as given, and a trailing newline", async () => {
+    const runDigests = ["b", "10", "9", "a"].map((runId, i) => ({ runId, digest: i % 2 ? DIGEST_B : DIGEST_A }));
+    const saved = record("thread-1", { runDigests });
     await newStore().save(saved);
     const text = await fsp.readFile(path.join(threadsDir(), "thread-1.json"), "utf8");
     expect(text.endsWith("}\n")).toBe(true);
     expect(text.endsWith("\n\n")).toBe(false);
     expect(text.startsWith('{\n  "appliedResumeDigests": [\n    {\n      "digest": ')).toBe(true);
     expect(JSON.parse(text)).toEqual(documentOf(saved));
-    // runDigests alone keeps its order, oldest first (issue 14: it is a bounded window and the order says what
-    // leaves it next); in a JavaScript object integer-like keys come first, in ascending order.
-    const runIds = [...text.matchAll(/^ {4}"([^"]+)": "[0-9a-f]{64}"/gm)].map((m) => m[1]);
-    expect(runIds).toEqual(["9", "10", "b", "a"]);
+    // runDigests is a list, oldest first (issue 14: it is a bounded window and the order says what leaves it
+    // next); integer-like run ids keep their place, which an object keyed by run id would not.
+    const runIds = [...text.matchAll(/^ {6}"runId": "([^"]+)"/gm)].map((m) => m[1]);
+    expect(runIds).toEqual(["b", "10", "9", "a"]);
     const topKeys = [...text.matchAll(/^ {2}"([^"]+)":/gm)].map((m) => m[1]);
     expect(topKeys).toEqual([...topKeys].sort());
     expect(topKeys).toHaveLength(10);
-    const executionKeys = [...text.matchAll(/^ {4}"([^"]+)":/gm)].map((m) => m[1]).filter((k) => k !== undefined && !/^(\d+|a|b)$/.test(k));
+    const executionKeys = [...text.matchAll(/^ {4}"([^"]+)":/gm)].map((m) => m[1]).filter((k) => k !== undefined && !["digest", "runId"].includes(k));
     expect(executionKeys).toEqual([
       "executionId", "lastTaskId", "pending", "pipelineOpenSteps", "pipelineSequence", "rosInvocationId", "taskId",
     ]);
@@ -326,6 +327,15 @@ describe("FileThreadStore fails closed on reads", () => {
     await expect(eacces.load("thread-1")).rejects.toBeInstanceOf(StateUnavailableError);
   });
 
+  it("reads run digests written as a runId → digest object (before they were a list) and writes them back as a list", async () => {
+    const document = documentOf(record("legacy-object"));
+    document.runDigests = { "run-a": DIGEST_A, "7": DIGEST_B };
+    await plant("legacy-object", JSON.stringify(document));
+    const loaded = await newStore().load("legacy-object");
+    expect(loaded?.runDigests).toEqual([{ runId: "7", digest: DIGEST_B }, { runId: "run-a", digest: DIGEST_A }]);
+    expect(() => assertStorable(loaded!)).not.toThrow();
+  });
+
   it("drops malformed run digests, restores text digests (in order, once each) and tolerates a missing lastTaskId", async () => {
     const document = documentOf(record("legacy"));
     document.runDigests = { good: DIGEST_A, upper: DIGEST_A.toUpperCase(), short: "abc", number: 5, "": DIGEST_B };
@@ -333,7 +343,7 @@ describe("FileThreadStore fails closed on reads", () => {
     delete document.execution.lastTaskId;
     await plant("legacy", JSON.stringify(document));
     const loaded = await newStore().load("legacy");
-    expect(loaded?.runDigests).toEqual({ good: DIGEST_A });
+    expect(loaded?.runDigests).toEqual([{ runId: "good", digest: DIGEST_A }]);
     expect(loaded?.execution.lastTaskId).toBeNull();
     // Issue 13 item 6: the resume-text rule needs them after a restart (they used to be dropped).
     expect(loaded?.execution.textSnapshotDigests).toEqual([DIGEST_B, DIGEST_A]);
@@ -457,7 +467,7 @@ describe("assertStorable", () => {
   it("refuses fields outside the schema and values that would not load back", () => {
     const secretTopLevel = { ...record(), llmApiKey: "sk-test" } as unknown as ThreadRecord;
     expect(() => assertStorable(secretTopLevel)).toThrow(/refusing/);
-    expect(() => assertStorable(record("t", { runDigests: { r: "not-a-digest" } }))).toThrow(/runDigests/);
+    expect(() => assertStorable(record("t", { runDigests: [{ runId: "r", digest: "not-a-digest" }] }))).toThrow(/runDigests/);
     expect(() => assertStorable(record("t", { schemaVersion: 2 as 1 }))).toThrow(/schemaVersion/);
     const nan = record();
     nan.execution.pipelineSequence = Number.NaN;

@@ -92,8 +92,8 @@ describe("ids", () => {
     const first = stack.input({ runId: "__proto__" });
     expect(await turn(first)).toMatchObject({ status: 200, last: "RUN_FINISHED" });
     expect(await turn(first)).toMatchObject({ status: 409, code: "DUPLICATE_RUN_ID" });
-    const stored = JSON.parse(await readFile(threadFile(first.threadId), "utf8")) as { runDigests: Record<string, string> };
-    expect(Object.hasOwn(stored.runDigests, "__proto__")).toBe(true);
+    const stored = JSON.parse(await readFile(threadFile(first.threadId), "utf8")) as ThreadRecord;
+    expect(stored.runDigests.map((entry) => entry.runId)).toContain("__proto__");
     await stack.restart();
     expect(await turn(first)).toMatchObject({ status: 409, code: "DUPLICATE_RUN_ID" });
     await expectAlive();
@@ -131,9 +131,21 @@ describe("state growth", () => {
     }
     expect(new Set(sizes.slice(WINDOW + 1)).size).toBe(1);
     const record = JSON.parse(await readFile(threadFile(threadId), "utf8")) as ThreadRecord;
-    expect(Object.keys(record.runDigests)).toEqual(inputs.slice(-WINDOW).map((i) => i.runId));
+    expect(record.runDigests.map((entry) => entry.runId)).toEqual(inputs.slice(-WINDOW).map((i) => i.runId));
     expect(record.terminalExecutionIds.length).toBeLessThanOrEqual(WINDOW);
     for (const recent of inputs.slice(-WINDOW)) expect(await turn(recent)).toMatchObject({ status: 409, code: "DUPLICATE_RUN_ID" });
+    await expectAlive();
+  });
+
+  it("an integer-like run id (\"42\") is remembered like any other once the window is full: its replay is refused", async () => {
+    const threadId = `numeric-${randomUUID()}`;
+    for (let i = 0; i < WINDOW; i++) expect(await turn(stack.input({ threadId, runId: `run-${i}` }))).toMatchObject({ status: 200, last: "RUN_FINISHED" });
+    const numeric = stack.input({ threadId, runId: "42" });
+    expect(await turn(numeric)).toMatchObject({ status: 200, last: "RUN_FINISHED" });
+    // The newest id of the window: a replay must be refused, also after a restart.
+    expect(await turn(numeric)).toMatchObject({ status: 409, code: "DUPLICATE_RUN_ID" });
+    await stack.restart();
+    expect(await turn(numeric)).toMatchObject({ status: 409, code: "DUPLICATE_RUN_ID" });
     await expectAlive();
   });
 
@@ -166,7 +178,7 @@ describe("state growth", () => {
       userId: null,
       iacCodeSessionId: null,
       execution: { executionId: "e", rosInvocationId: "r", taskId: null, lastTaskId: null, pipelineSequence: 0, pipelineOpenSteps: [], pending: idRecord() },
-      runDigests: idRecord(),
+      runDigests: [],
       appliedResumeDigests: [],
       terminalExecutionIds: [],
     };
@@ -180,6 +192,6 @@ describe("state growth", () => {
     expect(sizes[999]).toBeLessThan(64 * 1024);
     // The window survives a round trip through the file in order: what leaves next is still the oldest.
     const reread = parseThreadRecord(JSON.parse(serializeThreadRecord(record)), "t");
-    expect(Object.keys(reread.runDigests)).toEqual(Object.keys(record.runDigests));
+    expect(reread.runDigests).toEqual(record.runDigests);
   });
 });

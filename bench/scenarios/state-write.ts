@@ -36,7 +36,7 @@ function interruptedRecord(threadId: string, contextId: string, cwd: string): Th
         },
       },
     },
-    runDigests: { [randomUUID()]: "a".repeat(64), [randomUUID()]: "b".repeat(64) },
+    runDigests: [{ runId: randomUUID(), digest: "a".repeat(64) }, { runId: randomUUID(), digest: "b".repeat(64) }],
     appliedResumeDigests: [],
     terminalExecutionIds: [randomUUID()],
   };

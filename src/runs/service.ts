@@ -33,7 +33,7 @@ import { UPSTREAM_LIMITS, isBoundedId, oversizedFrame } from "../a2a/limits.js";
 import { A2AJsonRpcError, buildIacCodeMetadata, buildUserMessage, contextIdForThread, type A2AClient, type FlowGate } from "../a2a/index.js";
 import { normalizeLanguage, translate, type Language } from "../i18n/index.js";
 import { StateUnavailableError, type ThreadRecord, type ThreadStore } from "../state/thread-store.js";
-import { DEFAULT_RUN_ID_WINDOW, idRecord, putOwn, rememberAppliedDigest, rememberRunDigest, rememberTerminalExecution, rememberTextSegment } from "../state/windows.js";
+import { DEFAULT_RUN_ID_WINDOW, idRecord, putOwn, rememberAppliedDigest, rememberRunDigest, rememberTerminalExecution, rememberTextSegment, runDigestOf } from "../state/windows.js";
 import { AdmissionError, admission } from "./errors.js";
 import type { RunRequest } from "./input.js";
 import { recordRun, timeResult, type GatewayMetrics } from "../ops/metrics.js";
@@ -139,7 +139,7 @@ export class RunService {
         if (isResume) throw admission.executionLost();
         record = newThreadRecord(threadId, cwd, iacCode.userId ?? null, iacCode.rosInvocationId, this.newExecutionId());
       } else {
-        const seen = Object.hasOwn(record.runDigests, runId) ? record.runDigests[runId] : undefined;
+        const seen = runDigestOf(record, runId);
         if (seen !== undefined && !(isResume && seen !== digest && resumesUnderInterruptedRun(record, runId))) {
           throw seen === digest ? admission.duplicateRunId() : admission.runIdConflict();
         }
@@ -604,7 +604,7 @@ export class RunService {
     if (!record || !execution || execution.executionId !== executionId || execution.taskId === null) {
       throw new AdmissionError(404, "EXECUTION_NOT_FOUND", "The execution was not found.");
     }
-    if (execution.rosInvocationId !== rosInvocationId || !Object.hasOwn(record.runDigests, runId)) {
+    if (execution.rosInvocationId !== rosInvocationId || runDigestOf(record, runId) === undefined) {
       throw new AdmissionError(404, "EXECUTION_NOT_FOUND", "The execution was not found.");
     }
     const taskId = execution.taskId;
@@ -764,7 +764,7 @@ function newThreadRecord(threadId: string, cwd: string, userId: string | null, r
       pipelineOpenSteps: [],
       pending: idRecord(),
     },
-    runDigests: idRecord(),
+    runDigests: [],
     appliedResumeDigests: [],
     terminalExecutionIds: [],
   };

@@ -199,13 +199,13 @@ export class FileThreadStore implements ThreadStore {
 /**
  * The file's text: two-space indented JSON with object keys sorted by code point at every level (like Python's
  * `sort_keys`; JSON.stringify alone would put integer-like keys such as a run id "42" first), and a final newline.
- * `runDigests` alone keeps its order, oldest first: it is a bounded window, and the order says what leaves it next.
+ * Lists keep their order (`runDigests` is oldest first: the order says what leaves the window next).
  */
 export function serializeThreadRecord(record: ThreadRecord): string {
   return `${sortedJson(record, "")}\n`;
 }
 
-function sortedJson(value: unknown, indent: string, keepOrder = false): string {
+function sortedJson(value: unknown, indent: string): string {
   if (value === null) return "null";
   switch (typeof value) {
     case "string":
@@ -226,10 +226,9 @@ function sortedJson(value: unknown, indent: string, keepOrder = false): string {
     return `[\n${items.join(",\n")}\n${indent}]`;
   }
   const entries = Object.entries(value as Record<string, unknown>).filter(([, item]) => item !== undefined);
-  if (!keepOrder) entries.sort(([a], [b]) => compareCodePoints(a, b));
+  entries.sort(([a], [b]) => compareCodePoints(a, b));
   if (entries.length === 0) return "{}";
-  const top = indent === "";
-  const members = entries.map(([key, item]) => `${inner}${JSON.stringify(key)}: ${sortedJson(item, inner, top && key === "runDigests")}`);
+  const members = entries.map(([key, item]) => `${inner}${JSON.stringify(key)}: ${sortedJson(item, inner)}`);
   return `{\n${members.join(",\n")}\n${indent}}`;
 }
 

@@ -34,6 +34,11 @@ export interface AppliedResumeDigest {
   digest: string;
 }
 
+export interface RunDigest {
+  runId: string;
+  digest: string;
+}
+
 export interface ThreadRecord {
   schemaVersion: 1;
   threadId: string;
@@ -42,8 +47,11 @@ export interface ThreadRecord {
   userId: string | null;
   iacCodeSessionId: string | null;
   execution: ExecutionRecord;
-  /** runId → sha256 of the canonical request; run ids are single-use per thread. */
-  runDigests: Record<string, string>;
+  /**
+   * sha256 of each recent run's canonical request, oldest first (a list, not an object: an object would put
+   * integer-like run ids such as "42" first and lose the order the window evicts by); run ids are single-use.
+   */
+  runDigests: RunDigest[];
   appliedResumeDigests: AppliedResumeDigest[];
   terminalExecutionIds: string[];
 }

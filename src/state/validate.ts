@@ -3,7 +3,7 @@
 // state, so secrets or text that slipped into a record never reach the disk.
 import { z } from "zod";
 import { PERSISTED_INPUT_KEYS } from "../../operators/index.js";
-import { StateUnavailableError, type ThreadRecord } from "./thread-store.js";
+import { StateUnavailableError, type RunDigest, type ThreadRecord } from "./thread-store.js";
 import { TEXT_SEGMENT_WINDOW, idRecord, putOwn } from "./windows.js";
 
 const DIGEST = /^[0-9a-f]{64}$/;
@@ -58,7 +58,8 @@ const storedRecord = z.strictObject({
   userId: z.string().nullable(),
   iacCodeSessionId: z.string().nullable(),
   execution: storedExecution,
-  runDigests: z.record(z.string(), z.unknown()),
+  // A list of {runId, digest}, oldest first; files written before it was a list hold a runId → digest object.
+  runDigests: z.union([z.array(z.unknown()), z.record(z.string(), z.unknown())]),
   appliedResumeDigests: z.array(appliedResumeDigest),
   terminalExecutionIds: z.array(z.string()),
 });
@@ -66,7 +67,7 @@ const storedRecord = z.strictObject({
 /** Writing is exact: only the current schema, nothing the reader would have to drop or default. */
 const writableRecord = storedRecord.extend({
   execution: storedExecution.extend({ lastTaskId: z.string().nullable() }),
-  runDigests: z.record(nonEmptyString, digest),
+  runDigests: z.array(z.strictObject({ runId: nonEmptyString, digest })),
 });
 
 /** Restores a parsed thread document or throws StateUnavailableError with a short reason. */
@@ -83,7 +84,7 @@ export function parseThreadRecord(json: unknown, threadId: string): ThreadRecord
   const stored = parsed.data;
   const rawExecution = (document.execution ?? {}) as Record<string, unknown>;
   const rawPending = rawExecution.pending as Record<string, unknown>;
-  const rawDigests = document.runDigests as Record<string, unknown>;
+  const rawDigests = document.runDigests as unknown[] | Record<string, unknown>;
   // zod's records skip a "__proto__" key: check that entry on its own, then rebuild both records from the document.
   if (Object.hasOwn(rawPending, "__proto__")) {
     const entry = pendingEntry.safeParse(rawPending["__proto__"]);
@@ -142,20 +143,24 @@ export function assertStorable(record: ThreadRecord): void {
   if (protoPending !== undefined && (!pendingEntry.safeParse(protoPending).success || protoPending.value.inputId !== "__proto__")) {
     throw new Error("refusing to store thread state: execution.pending.__proto__ is invalid");
   }
-  const protoDigest = Object.hasOwn(record.runDigests, "__proto__") ? record.runDigests["__proto__"] : undefined;
-  if (protoDigest !== undefined && !DIGEST.test(protoDigest)) throw new Error("refusing to store thread state: runDigests.__proto__ is invalid");
 }
 
 function disallowedInputKeys(value: Record<string, unknown>): string[] {
   return Object.keys(value).filter((key) => !PERSISTED_INPUT_KEYS.has(key));
 }
 
-function wellFormedRunDigests(raw: Record<string, unknown>): Record<string, string> {
-  const kept = idRecord<string>();
-  for (const [runId, value] of Object.entries(raw)) {
-    if (runId !== "" && typeof value === "string" && DIGEST.test(value)) putOwn(kept, runId, value);
+/** Malformed entries are dropped (a lost digest only frees that run id); a repeated run id keeps its newest place. */
+function wellFormedRunDigests(raw: unknown[] | Record<string, unknown>): RunDigest[] {
+  const entries = Array.isArray(raw)
+    ? raw.map((item) => (typeof item === "object" && item !== null ? [(item as RunDigest).runId, (item as RunDigest).digest] : [undefined, undefined]))
+    : Object.entries(raw);
+  const kept = new Map<string, string>();
+  for (const [runId, digest] of entries) {
+    if (typeof runId !== "string" || runId === "" || typeof digest !== "string" || !DIGEST.test(digest)) continue;
+    kept.delete(runId);
+    kept.set(runId, digest);
   }
-  return kept;
+  return [...kept].map(([runId, digest]) => ({ runId, digest }));
 }
 
 function idRecordOf<T>(entries: [string, T][]): Record<string, T> {
@@ -169,7 +174,8 @@ function hasProtoKey(root: unknown): boolean {
   const idKeyed = new Set<unknown>();
   if (typeof root === "object" && root !== null) {
     const document = root as { runDigests?: unknown; execution?: { pending?: unknown } };
-    idKeyed.add(document.runDigests);
+    // Legacy files keep run digests as an object keyed by run id.
+    if (!Array.isArray(document.runDigests)) idKeyed.add(document.runDigests);
     if (typeof document.execution === "object" && document.execution !== null) idKeyed.add(document.execution.pending);
   }
   const stack: unknown[] = [root];

@@ -17,15 +17,16 @@ export function idRecord<T>(): Record<string, T> {
   return Object.create(null) as Record<string, T>;
 }
 
-/**
- * Records a run id's digest, newest last, and drops the oldest beyond `window`. Keys that are array indices
- * ("42") enumerate first in JavaScript objects, so among those the smallest goes first.
- */
+/** The digest of the request that used `runId` on this thread, while it is in the window. */
+export function runDigestOf(record: ThreadRecord, runId: string): string | undefined {
+  return record.runDigests.find((entry) => entry.runId === runId)?.digest;
+}
+
+/** Records a run id's digest, newest last, and drops the oldest beyond `window`. */
 export function rememberRunDigest(record: ThreadRecord, runId: string, digest: string, window: number): void {
-  delete record.runDigests[runId];
-  putOwn(record.runDigests, runId, digest);
-  const ids = Object.keys(record.runDigests);
-  for (let i = 0; i < ids.length - window; i++) delete record.runDigests[ids[i]!];
+  const kept = record.runDigests.filter((entry) => entry.runId !== runId);
+  kept.push({ runId, digest });
+  record.runDigests = kept.length > window ? kept.slice(kept.length - window) : kept;
 }
 
 export function rememberTerminalExecution(record: ThreadRecord, executionId: string, window: number): void {
