@@ -10,6 +10,7 @@ import { serializeThreadRecord } from "../src/state/file-store.js";
 import type { ThreadRecord } from "../src/state/thread-store.js";
 import { parseThreadRecord } from "../src/state/validate.js";
 import {
+  CURRENT_EXECUTION_ANSWERS,
   DEFAULT_RUN_ID_WINDOW,
   TEXT_SEGMENT_WINDOW,
   idRecord,
@@ -147,6 +148,16 @@ describe("state growth", () => {
     await stack.restart();
     expect(await turn(numeric)).toMatchObject({ status: 409, code: "DUPLICATE_RUN_ID" });
     await expectAlive();
+  });
+
+  it(`applied answers of one execution stop at ${CURRENT_EXECUTION_ANSWERS}, oldest dropped first`, () => {
+    const record = { appliedResumeDigests: [] } as unknown as ThreadRecord;
+    for (let i = 0; i < CURRENT_EXECUTION_ANSWERS + 10; i++) {
+      rememberAppliedDigest(record, { executionId: "now", interruptId: `i-${i}`, digest: "d".repeat(64) }, 8);
+    }
+    expect(record.appliedResumeDigests).toHaveLength(CURRENT_EXECUTION_ANSWERS);
+    expect(record.appliedResumeDigests[0]!.interruptId).toBe("i-10");
+    expect(record.appliedResumeDigests.at(-1)!.interruptId).toBe(`i-${CURRENT_EXECUTION_ANSWERS + 9}`);
   });
 
   it("applied answers: older executions' leave the window oldest first, the current execution's all stay", () => {

@@ -36,13 +36,26 @@ export function rememberTerminalExecution(record: ThreadRecord, executionId: str
   if (ids.length > window) ids.splice(0, ids.length - window);
 }
 
+/** Answers kept for the current execution: a chain of interrupts longer than this forgets its oldest answers. */
+export const CURRENT_EXECUTION_ANSWERS = 1024;
+
 /**
  * Replaces the entry of the same execution and interrupt, newest last. Answers of the current execution are
- * all kept (a replay of any of them must stay RESUME_ALREADY_APPLIED); older executions' fill the rest of the window.
+ * kept up to CURRENT_EXECUTION_ANSWERS (a replay of any of them stays RESUME_ALREADY_APPLIED); older
+ * executions' fill the rest of the window.
  */
 export function rememberAppliedDigest(record: ThreadRecord, entry: AppliedResumeDigest, window: number): void {
   const kept = record.appliedResumeDigests.filter((d) => !(d.executionId === entry.executionId && d.interruptId === entry.interruptId));
   kept.push(entry);
+  let current = kept.filter((d) => d.executionId === entry.executionId).length - CURRENT_EXECUTION_ANSWERS;
+  if (current > 0) {
+    for (let i = 0; i < kept.length && current > 0; i++) {
+      if (kept[i]!.executionId === entry.executionId) {
+        kept.splice(i--, 1);
+        current--;
+      }
+    }
+  }
   let excess = kept.length - window;
   record.appliedResumeDigests = excess <= 0 ? kept : kept.filter((d) => d.executionId === entry.executionId || excess-- <= 0);
 }
