@@ -1,7 +1,7 @@
 // Pipeline mode through the whole pipeline (heartbeat off). Alphabet: a RUN_STARTED · S/F STEP_STARTED/FINISHED ·
 // s/t/n TEXT_MESSAGE_* · T/A/E/X TOOL_CALL_* · r/m/c/o/z reasoning · u CUSTOM · v ACTIVITY_SNAPSHOT · f RUN_FINISHED.
 import { beforeEach, describe, expect, it } from "vitest";
-import { createAguiPipeline, type AguiPipelineOptions } from "../operators/index.js";
+import { createAguiPipeline, isProjectionFact, type AguiPipelineOptions } from "../operators/index.js";
 import type { A2AStreamResponse, AguiEvent } from "../operators/types.js";
 import { a2aFrames, collectInVirtualTime, trace } from "./harness.js";
 import { CA, CS, ST, envelope as E, resetSequence } from "./pipeline-fixtures.js";
@@ -69,7 +69,11 @@ describe("pipeline projection", () => {
           input: { kind: "candidate_selection", inputId: "input-evt-2", prompt: "Pick a plan", required: true, options: [{ id: "0", label: "Plan A" }, { id: "1", label: "Plan B" }] },
         }),
       ],
-      { observer: { steps: (open) => (durable = open) } },
+      {
+        commit: (item) => {
+          if (isProjectionFact(item) && item.fact === "openSteps") durable = item.openSteps;
+        },
+      },
     );
     expect(trace(events)).toBe("a S Ff");
     expect(durable).toEqual(["step:confirm_and_select"]);

@@ -3,6 +3,7 @@
 // S/F STEP_STARTED/FINISHED · u CUSTOM. One A2A frame per virtual ms; each word of a trace is what one frame produced.
 import { describe, expect, it } from "vitest";
 import { projectA2A, type ProjectA2AOptions } from "../operators/project-a2a.js";
+import { isProjectionFact, type ProjectionFact } from "../operators/facts.js";
 import { namespaceCustom } from "../operators/namespace-custom.js";
 import type { A2AStreamResponse, AguiEvent } from "../operators/types.js";
 import { a2aFrames, collectInVirtualTime, trace } from "./harness.js";
@@ -10,8 +11,14 @@ import { a2aFrames, collectInVirtualTime, trace } from "./harness.js";
 const f = a2aFrames();
 const base: ProjectA2AOptions = { threadId: "t1", runId: "r1", contextId: "ctx-a1", newId: () => "x" };
 
+/** Everything projectA2A emits (namespaced), the facts it learned included. */
+function projectWithFacts(frames: A2AStreamResponse[], options: Partial<ProjectA2AOptions> = {}, tail = "|"): (AguiEvent | ProjectionFact)[] {
+  return collectInVirtualTime(frames, (scheduler) => (src) => src.pipe(projectA2A({ ...base, ...options, scheduler }), namespaceCustom()), tail);
+}
+
+/** The AG-UI events projectA2A emits (facts are internal items: createAguiPipeline drops them). */
 function project(frames: A2AStreamResponse[], options: Partial<ProjectA2AOptions> = {}, tail = "|"): AguiEvent[] {
-  return collectInVirtualTime(frames, (scheduler) => (src) => src.pipe(projectA2A({ ...base, ...options, scheduler }), namespaceCustom()), tail) as AguiEvent[];
+  return projectWithFacts(frames, options, tail).filter((item): item is AguiEvent => !isProjectionFact(item));
 }
 
 describe("projectA2A", () => {
@@ -105,11 +112,12 @@ describe("projectA2A", () => {
   });
 
   it("a required input ends the run with an interrupt outcome", () => {
-    const seen: string[] = [];
-    const events = project(
+    const items = projectWithFacts(
       [f.task(), f.text("Deploying"), f.toolStarted("call_d", "ros_deploy"), f.permission("permission-1", "call_d", "ros_deploy"), f.text("never")],
-      { interruptTtlMs: 540_000, observer: { interrupts: (inputs) => seen.push(...inputs.map((i) => i.value.inputId)) } },
+      { interruptTtlMs: 540_000 },
     );
+    const events = items.filter((item): item is AguiEvent => !isProjectionFact(item));
+    const seen = items.flatMap((item) => (isProjectionFact(item) && item.fact === "interrupts" ? item.pending.map((p) => p.input.value.inputId) : []));
     expect(trace(events)).toBe("a st T f");
     expect(seen).toEqual(["permission-1"]);
     const outcome = (events.at(-1) as { outcome: { type: string; interrupts: Record<string, unknown>[] } }).outcome;

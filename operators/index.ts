@@ -7,6 +7,7 @@ import { dedupePipeline } from "./dedupe-pipeline.js";
 import { finishCancelled } from "./finish-cancelled.js";
 import { mergeHeartbeat } from "./merge-heartbeat.js";
 import { namespaceCustom } from "./namespace-custom.js";
+import { isProjectionFact, type ProjectionFact } from "./facts.js";
 import { projectA2A, type ProjectA2AOptions } from "./project-a2a.js";
 import { stripResumedText } from "./strip-resumed-text.js";
 import { RunError, type A2AStreamResponse, type AguiEvent, type AguiOutput, type TextSegmentDigest } from "./types.js";
@@ -24,9 +25,9 @@ export {
   stepName,
   type ProjectA2AOptions,
   type ProjectedItem,
-  type ProjectionObserver,
   type SessionInfo,
 } from "./project-a2a.js";
+export { fact, isProjectionFact, type PendingInterrupt, type ProjectionFact, type ProjectionFactName } from "./facts.js";
 export { buildInterrupt, requiredInputs, responseSchemaFor, standardOptions, PERSISTED_INPUT_KEYS } from "./lib/interrupts.js";
 export type { InputValue, RequiredInput, Translate } from "./lib/interrupts.js";
 export { canonicalJson } from "./lib/json.js";
@@ -43,9 +44,10 @@ export interface AguiPipelineOptions extends ProjectA2AOptions {
    * Durability hook: return an ObservableInput that completes when what `event` reveals is persisted
    * (or nothing when it needs no write). A failure ends the run with RUN_ERROR (a RunError's code,
    * otherwise STATE_PERSISTENCE_FAILED) and nothing more is emitted. It also sees each TextSegmentDigest
-   * (keep it with the execution; the interrupt's RUN_FINISHED comes after); those are never emitted.
+   * (keep it with the execution; the interrupt's RUN_FINISHED comes after) and each ProjectionFact (what the
+   * stream revealed: fold it into the state; the event that depends on it comes after); neither is emitted.
    */
-  commit?: (event: AguiEvent | TextSegmentDigest) => ObservableInput<unknown> | undefined | void;
+  commit?: (item: AguiEvent | TextSegmentDigest | ProjectionFact) => ObservableInput<unknown> | undefined | void;
   /** AG-UI 1.0 consumers: a cancelled run ends RUN_FINISHED `outcome: {type: "cancelled"}` instead of RUN_ERROR CANCELLED. */
   cancelledOutcome?: boolean;
 }
@@ -66,7 +68,7 @@ export function createAguiPipeline(options: AguiPipelineOptions): OperatorFuncti
     const commit = options.commit;
     if (commit) {
       events = events.pipe(
-        commitBeforeEmit<AguiEvent | TextSegmentDigest, AguiEvent>({
+        commitBeforeEmit<AguiEvent | TextSegmentDigest | ProjectionFact, AguiEvent>({
           commit,
           onFailure: (error) => {
             const known = error instanceof RunError;
@@ -81,7 +83,8 @@ export function createAguiPipeline(options: AguiPipelineOptions): OperatorFuncti
       );
     }
     let balanced = events.pipe(
-      filter((item): item is AguiEvent => item.type !== "IAC_CODE_TEXT_SEGMENT"),
+      // Internal items end here: nothing after this point, and nothing on the wire, sees them.
+      filter((item): item is AguiEvent => item.type !== "IAC_CODE_TEXT_SEGMENT" && !isProjectionFact(item)),
       balanceSpans<AguiEvent>(),
     );
     if (options.cancelledOutcome) balanced = balanced.pipe(finishCancelled<AguiEvent>({ threadId: options.threadId, runId: options.runId }));

@@ -16,6 +16,7 @@ import {
   textOfMessage,
   unprocessableFrame,
 } from "./lib/a2a-read.js";
+import { fact, type ProjectionFact } from "./facts.js";
 import { buildInterrupt, requiredInputs, type RequiredInput, type Translate } from "./lib/interrupts.js";
 import { addCounts, canonicalJson, isObject, toCount } from "./lib/json.js";
 import { operate, operatorObserver } from "./lib/operate.js";
@@ -29,18 +30,6 @@ import {
   type JsonObject,
   type RunErrorCode,
 } from "./types.js";
-
-/** Hooks through which the edge learns what the stream revealed (for persistence); called synchronously. */
-export interface ProjectionObserver {
-  taskId?(taskId: string): void;
-  sessionId?(sessionId: string): void;
-  /** Called right before the RUN_FINISHED that carries these interrupts. */
-  interrupts?(inputs: RequiredInput[], interrupts: Interrupt[]): void;
-  /** The durable open pipeline steps after a change (step keys, sorted). */
-  steps?(openSteps: string[]): void;
-  /** Highest pipeline sequence seen. */
-  pipelineCursor?(sequence: number): void;
-}
 
 export interface SessionInfo {
   executionId: string;
@@ -84,10 +73,10 @@ export interface ProjectA2AOptions {
   /** Localizes English texts: RUN_ERROR messages (language = the run's) and interrupt fallbacks (the input's). */
   translate?: Translate;
   language?: string;
-  observer?: ProjectionObserver;
 }
 
-export type ProjectedItem = AguiEvent | IacCodeSignal;
+/** What the projection emits: AG-UI events, iac-code signals for namespaceCustom, and what it learned (facts). */
+export type ProjectedItem = AguiEvent | IacCodeSignal | ProjectionFact;
 
 const ERROR_TEXT: Record<"CANCELLED" | "A2A_EXECUTION_FAILED" | "A2A_UNAVAILABLE", string> = {
   CANCELLED: "The execution was cancelled.",
@@ -109,7 +98,7 @@ export function projectA2A(options: ProjectA2AOptions): OperatorFunction<A2AStre
   const historyFallback = options.historyFallback ?? true;
 
   return operate<A2AStreamResponse, ProjectedItem>((source, subscriber) => {
-      const { threadId, runId, observer } = options;
+      const { threadId, runId } = options;
       const session = options.session;
       const appliedIds = new Set(options.appliedInputIds ?? []);
       const isApplied = options.isInputApplied ?? ((id: string) => appliedIds.has(id));
@@ -140,9 +129,10 @@ export function projectA2A(options: ProjectA2AOptions): OperatorFunction<A2AStre
 
       const usageList = (): TokenUsage[] | undefined => (usage.size === 0 ? undefined : [...usage.values()]);
 
-      const finish = (terminal: AguiEvent) => {
+      const finish = (terminal: AguiEvent, endedBy: "kernel" | "error" = "kernel") => {
         if (finished) return;
         finished = true;
+        emit(outcomeOf(terminal, endedBy));
         emit(terminal);
         subscriber.complete();
       };
@@ -162,8 +152,8 @@ export function projectA2A(options: ProjectA2AOptions): OperatorFunction<A2AStre
 
       const fail = (error: unknown) => {
         if (finished) return;
-        if (error instanceof RunError) finish(runError(error.code, error.message));
-        else finish(runError("A2A_UNAVAILABLE", ERROR_TEXT.A2A_UNAVAILABLE));
+        if (error instanceof RunError) finish(runError(error.code, error.message), "error");
+        else finish(runError("A2A_UNAVAILABLE", ERROR_TEXT.A2A_UNAVAILABLE), "error");
       };
 
       const emitSession = () => {
@@ -286,7 +276,7 @@ export function projectA2A(options: ProjectA2AOptions): OperatorFunction<A2AStre
       const stepEvent = (type: EventType.STEP_STARTED | EventType.STEP_FINISHED, key: string, timestamp = now()) =>
         emit({ type, stepName: stepName(key), timestamp } as AguiEvent);
 
-      const reportSteps = () => observer?.steps?.([...durableSteps].sort());
+      const reportSteps = () => emit(fact("openSteps", { openSteps: [...durableSteps].sort() }));
 
       const pipelineEnvelope = (envelope: unknown) => {
         if (!isObject(envelope)) return;
@@ -296,7 +286,7 @@ export function projectA2A(options: ProjectA2AOptions): OperatorFunction<A2AStre
         const sequence = toCount(envelope.sequence);
         if (sequence !== undefined && sequence > pipelineCursor) {
           pipelineCursor = sequence;
-          observer?.pipelineCursor?.(sequence);
+          emit(fact("pipelineCursor", { sequence }));
         }
         switch (eventType) {
           case "text_delta":
@@ -357,7 +347,7 @@ export function projectA2A(options: ProjectA2AOptions): OperatorFunction<A2AStre
         const lastSequence = toCount(snapshot.lastSequence);
         if (lastSequence !== undefined && lastSequence > pipelineCursor) {
           pipelineCursor = lastSequence;
-          observer?.pipelineCursor?.(lastSequence);
+          emit(fact("pipelineCursor", { sequence: lastSequence }));
         }
       };
 
@@ -367,7 +357,7 @@ export function projectA2A(options: ProjectA2AOptions): OperatorFunction<A2AStre
         if (frameTask !== undefined) {
           if (taskId === undefined) {
             taskId = frameTask;
-            observer?.taskId?.(frameTask);
+            emit(fact("taskId", { taskId: frameTask }));
           } else if (frameTask !== taskId) {
             throw new RunError("A2A_PROTOCOL_ERROR", "The A2A task identity changed unexpectedly.");
           }
@@ -383,7 +373,7 @@ export function projectA2A(options: ProjectA2AOptions): OperatorFunction<A2AStre
         if (seen === undefined) return;
         if (sessionId === undefined) {
           sessionId = seen;
-          observer?.sessionId?.(seen);
+          emit(fact("sessionId", { sessionId: seen }));
         } else if (seen !== sessionId) {
           throw new RunError("A2A_PROTOCOL_ERROR", "The iac-code session identity changed unexpectedly.");
         }
@@ -417,11 +407,13 @@ export function projectA2A(options: ProjectA2AOptions): OperatorFunction<A2AStre
         }
         const ttl = options.interruptTtlMs ?? 0;
         const expiresAt = ttl > 0 ? new Date(now() + ttl).toISOString() : undefined;
-        const interrupts = inputs.map(
-          (input) => options.knownInterrupts?.get(input.value.inputId) ?? buildInterrupt(input.value, translate, expiresAt),
-        );
+        const pending = inputs.map((input) => ({
+          input,
+          interrupt: options.knownInterrupts?.get(input.value.inputId) ?? buildInterrupt(input.value, translate, expiresAt),
+        }));
+        const interrupts = pending.map((p) => p.interrupt);
         emitSession();
-        observer?.interrupts?.(inputs, interrupts);
+        emit(fact("interrupts", { pending }));
         finish({
           type: EventType.RUN_FINISHED,
           threadId,
@@ -530,6 +522,12 @@ export function projectA2A(options: ProjectA2AOptions): OperatorFunction<A2AStre
       );
       return () => upstream.unsubscribe();
     });
+}
+
+function outcomeOf(terminal: AguiEvent, endedBy: "kernel" | "error"): ProjectionFact {
+  if (terminal.type === EventType.RUN_ERROR) return fact("outcome", { outcome: "failed", code: (terminal as { code?: string }).code ?? "", endedBy });
+  const type = (terminal as { outcome?: { type?: string } }).outcome?.type;
+  return fact("outcome", { outcome: type === "interrupt" ? "interrupt" : "success", endedBy });
 }
 
 function toolIdOf(value: unknown, newId: () => string): string {
