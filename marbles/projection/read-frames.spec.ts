@@ -1,0 +1,56 @@
+// readFrames: one A2A frame in, its parts out, in the order the frame's events come out, all at the frame's time.
+import { describe, expect, it } from "vitest";
+import { readFrames } from "../../operators/projection/read-frames.js";
+import { a2aFrames, runMarbles } from "../harness.js";
+
+const f = a2aFrames();
+const eq = (a: unknown, b: unknown) => expect(a).toEqual(b);
+const frame = (time: number) => ({ type: "A2A_FRAME", time, taskId: "task-a1", contextId: "ctx-a1", sessionId: "sess-a1" });
+
+describe("readFrames", () => {
+  it("a text frame: its ids, its status text, its state", () => {
+    runMarbles(eq, ({ cold, expectObservable }) => {
+      const out = cold("-a", { a: f.text("Hello") }).pipe(readFrames());
+      expectObservable(out).toBe("-(abc)", {
+        a: frame(1),
+        b: { type: "A2A_STATUS_TEXT", time: 1, delta: "Hello", messageId: "task-a1-message", final: false },
+        c: { type: "A2A_STATE", time: 1, state: "working" },
+      });
+    });
+  });
+
+  it("a tool's input, then its result; a permission is a required input before the state", () => {
+    runMarbles(eq, ({ cold, expectObservable }) => {
+      const out = cold("a 9ms b", { a: f.toolInput("c1", "bash", { cmd: "ls" }), b: f.permission("p-1", "c1", "bash") }).pipe(readFrames());
+      expectObservable(out).toBe("(abc) 5ms (def)", {
+        a: frame(0),
+        b: { type: "A2A_TOOL_CALL", time: 0, toolUseId: "c1", name: "bash", ofCurrentMessage: true, args: '{"cmd":"ls"}' },
+        c: { type: "A2A_STATE", time: 0, state: "working" },
+        d: frame(10),
+        e: expect.objectContaining({ type: "A2A_REQUIRED_INPUTS", time: 10, inputs: [expect.objectContaining({ value: expect.objectContaining({ inputId: "p-1" }) })] }),
+        f: { type: "A2A_STATE", time: 10, state: "input-required" },
+      });
+    });
+  });
+
+  it("a task frame without status text offers its history; with historyFallback off it does not", () => {
+    const history = [{ messageId: "h1", role: "ROLE_AGENT", parts: [{ text: "answer" }] }];
+    runMarbles(eq, ({ cold, expectObservable }) => {
+      expectObservable(cold("a", { a: f.task("COMPLETED", { history }) }).pipe(readFrames())).toBe("(abc)", {
+        a: { type: "A2A_FRAME", time: 0, taskId: "task-a1", contextId: "ctx-a1" },
+        b: { type: "A2A_STATUS_TEXT", time: 0, delta: "", final: false, history: { text: "answer", messageId: "h1" } },
+        c: { type: "A2A_STATE", time: 0, state: "completed" },
+      });
+      expectObservable(cold("a", { a: f.task("COMPLETED", { history }) }).pipe(readFrames({ historyFallback: false }))).toBe("(ac)", {
+        a: { type: "A2A_FRAME", time: 0, taskId: "task-a1", contextId: "ctx-a1" },
+        c: { type: "A2A_STATE", time: 0, state: "completed" },
+      });
+    });
+  });
+
+  it("a frame it cannot read is A2A_PROTOCOL_ERROR", () => {
+    runMarbles(eq, ({ cold, expectObservable }) => {
+      expectObservable(cold("a", { a: null as never }).pipe(readFrames())).toBe("#", undefined, expect.objectContaining({ code: "A2A_PROTOCOL_ERROR" }));
+    });
+  });
+});

@@ -1,0 +1,87 @@
+// Stage 8 of projectA2A: the session announcement. `iac-code.session.v1` tells the client which execution,
+// task and iac-code session its run is: once, when the ids are known ("ids", a new turn) or on the first
+// frame ("first-frame", a resume: its first frame means the kernel accepted the answer), and at the latest
+// right before a terminal event the kernel caused. A run ended by an error announces nothing it did not
+// already announce. It learns the ids from the taskId/sessionId facts in the stream.
+import { EventType } from "@ag-ui/core";
+import type { OperatorFunction } from "rxjs";
+import type { ProjectionFact } from "../facts.js";
+import { operate, operatorObserver } from "../lib/operate.js";
+import type { IacCodeSignal } from "../types.js";
+import type { FramePart } from "./parts.js";
+
+export interface SessionInfo {
+  executionId: string;
+  rosInvocationId: string;
+  sessionId?: string;
+  /**
+   * When `iac-code.session.v1` is emitted: "ids" once task and session ids are known (a new turn),
+   * "first-frame" on the first frame (a resume, whose first frame means the answer was accepted).
+   */
+  emitOn?: "ids" | "first-frame";
+}
+
+export interface AnnounceSessionOptions {
+  threadId: string;
+  runId: string;
+  contextId?: string;
+  taskId?: string;
+  /** Without it nothing is announced (A2A_FRAME parts are still consumed). */
+  session?: SessionInfo;
+}
+
+/**
+ * Consumes `A2A_FRAME` parts; emits one session signal; passes everything else on.
+ *
+ * @example
+ * parts$.pipe(announceSession({ threadId: "t", runId: "r", session: { executionId: "e", rosInvocationId: "i" } }))
+ * // fact taskId, fact sessionId, A2A_FRAME → the facts, then IAC_CODE_SIGNAL {namespace: "session", value: {…, taskId, sessionId}}
+ */
+export function announceSession<T extends { type: string }>(options: AnnounceSessionOptions): OperatorFunction<T, Exclude<T, FramePart> | IacCodeSignal> {
+  return operate<T, Exclude<T, FramePart> | IacCodeSignal>((source, subscriber) => {
+    const session = options.session;
+    let taskId = options.taskId;
+    let sessionId = session?.sessionId;
+    let announced = session === undefined;
+    let announceAtEnd = false;
+    const announce = (timestamp: number) => {
+      if (announced || !session) return;
+      announced = true;
+      subscriber.next({
+        type: "IAC_CODE_SIGNAL",
+        namespace: "session",
+        value: {
+          schemaVersion: 1,
+          threadId: options.threadId,
+          aguiRunId: options.runId,
+          executionId: session.executionId,
+          contextId: options.contextId ?? null,
+          taskId: taskId ?? null,
+          rosInvocationId: session.rosInvocationId,
+          sessionId: sessionId ?? null,
+        },
+        timestamp,
+      });
+    };
+    const next = (item: T) => {
+      switch (item.type) {
+        case "A2A_FRAME":
+          if (session?.emitOn === "first-frame" || (taskId !== undefined && sessionId !== undefined)) announce((item as unknown as FramePart).time);
+          return;
+        case "IAC_CODE_FACT": {
+          const known = item as unknown as ProjectionFact;
+          if (known.fact === "taskId") taskId = known.taskId;
+          else if (known.fact === "sessionId") sessionId = known.sessionId;
+          else if (known.fact === "outcome") announceAtEnd = known.endedBy === "kernel";
+          break;
+        }
+        case EventType.RUN_FINISHED:
+        case EventType.RUN_ERROR:
+          if (announceAtEnd) announce((item as unknown as { timestamp: number }).timestamp);
+          break;
+      }
+      subscriber.next(item as Exclude<T, FramePart>);
+    };
+    return source.subscribe(operatorObserver(subscriber, { next }));
+  });
+}

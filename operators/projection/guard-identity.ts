@@ -1,0 +1,56 @@
+// Stage 2 of projectA2A: the identity guard. A run belongs to one A2A task, one context and one iac-code
+// session; a frame naming another ends the run with A2A_PROTOCOL_ERROR before anything of it is shown.
+// The first task and session ids a frame names are facts (taskId, sessionId), emitted before the frame.
+import type { OperatorFunction } from "rxjs";
+import { fact, type ProjectionFact } from "../facts.js";
+import { unprocessableFrame } from "../lib/a2a-read.js";
+import { operate, operatorObserver } from "../lib/operate.js";
+import { RunError } from "../types.js";
+
+export interface GuardIdentityOptions {
+  /** The thread's A2A context; a frame naming another context ends the run. */
+  contextId?: string;
+  /** The task being resumed, if any; a frame naming another task ends the run. */
+  taskId?: string;
+  /** The session already known for the thread, if any. */
+  sessionId?: string;
+}
+
+/**
+ * Checks the ids of every `A2A_FRAME` part; passes everything on, preceded by a fact for each id seen first.
+ *
+ * @example
+ * parts$.pipe(guardIdentity({ contextId: "ctx-1" }))
+ * // A2A_FRAME {taskId: "t1"} → fact taskId "t1", A2A_FRAME; a later A2A_FRAME {taskId: "t2"} → error RunError A2A_PROTOCOL_ERROR
+ */
+export function guardIdentity<T extends { type: string }>(options: GuardIdentityOptions = {}): OperatorFunction<T, T | ProjectionFact> {
+  return operate<T, T | ProjectionFact>((source, subscriber) => {
+    let taskId = options.taskId;
+    let sessionId = options.sessionId;
+    const check = (item: T) => {
+      if (item.type !== "A2A_FRAME") return subscriber.next(item);
+      const frame = item as unknown as { taskId?: string; contextId?: string; sessionId?: string };
+      if (frame.taskId !== undefined) {
+        if (taskId === undefined) {
+          taskId = frame.taskId;
+          subscriber.next(fact("taskId", { taskId }));
+        } else if (frame.taskId !== taskId) {
+          throw new RunError("A2A_PROTOCOL_ERROR", "The A2A task identity changed unexpectedly.");
+        }
+      }
+      if (options.contextId !== undefined && frame.contextId !== undefined && frame.contextId !== options.contextId) {
+        throw new RunError("A2A_PROTOCOL_ERROR", "The A2A context identity changed unexpectedly.");
+      }
+      if (frame.sessionId !== undefined) {
+        if (sessionId === undefined) {
+          sessionId = frame.sessionId;
+          subscriber.next(fact("sessionId", { sessionId }));
+        } else if (frame.sessionId !== sessionId) {
+          throw new RunError("A2A_PROTOCOL_ERROR", "The iac-code session identity changed unexpectedly.");
+        }
+      }
+      subscriber.next(item);
+    };
+    return source.subscribe(operatorObserver(subscriber, { next: check }, unprocessableFrame));
+  });
+}

@@ -1,0 +1,80 @@
+// Stage 6 of projectA2A: the interrupt outcome (reference-adapter §6). The first frame that requires an
+// input not answered yet in this execution ends the run: its interrupts (a repeated sighting keeps the
+// object it was announced with) leave as the `interrupts` fact, each with its required input, then as the
+// part mapTerminal turns into RUN_FINISHED `outcome: interrupt`. An input of another task or context is a
+// protocol error.
+import type { Interrupt } from "@ag-ui/core";
+import type { OperatorFunction } from "rxjs";
+import { fact, type ProjectionFact } from "../facts.js";
+import { unprocessableFrame } from "../lib/a2a-read.js";
+import { buildInterrupt, type Translate } from "../lib/interrupts.js";
+import { operate, operatorObserver } from "../lib/operate.js";
+import { RunError } from "../types.js";
+import type { InterruptEndPart, RequiredInputsPart } from "./parts.js";
+
+export interface MapInterruptsOptions {
+  contextId?: string;
+  /** The task being resumed, if any (later ones are learned from the taskId fact). */
+  taskId?: string;
+  /** Inputs already answered in this execution: seeing them again is not a new interrupt. */
+  appliedInputIds?: Iterable<string>;
+  /** Live form of appliedInputIds, for answers accepted while the run streams (a resume). */
+  isInputApplied?: (inputId: string) => boolean;
+  /** Interrupts already announced, by id: a repeated sighting keeps its object (ids, schema, expiresAt). */
+  knownInterrupts?: ReadonlyMap<string, Interrupt>;
+  /** 0 or absent: interrupts never expire. */
+  interruptTtlMs?: number;
+  /** Localizes an interrupt's fallback texts (language = the input's). */
+  translate?: Translate;
+}
+
+const identity: Translate = (english) => english;
+
+/**
+ * Consumes `A2A_REQUIRED_INPUTS` parts; passes everything else on.
+ *
+ * @example
+ * parts$.pipe(mapInterrupts({ appliedInputIds: ["permission-0"] }))
+ * // A2A_REQUIRED_INPUTS [permission-0]             → nothing (already answered)
+ * // A2A_REQUIRED_INPUTS [permission-1]             → fact interrupts [{input, interrupt}], A2A_INTERRUPT_END [interrupt]
+ */
+export function mapInterrupts<T extends { type: string }>(
+  options: MapInterruptsOptions = {},
+): OperatorFunction<T, Exclude<T, RequiredInputsPart> | InterruptEndPart | ProjectionFact> {
+  const translate = options.translate ?? identity;
+  return operate<T, Exclude<T, RequiredInputsPart> | InterruptEndPart | ProjectionFact>((source, subscriber) => {
+    const applied = new Set(options.appliedInputIds ?? []);
+    const isApplied = options.isInputApplied ?? ((id: string) => applied.has(id));
+    let taskId = options.taskId;
+    const interrupt = ({ inputs, time }: RequiredInputsPart) => {
+      const open = inputs.filter((input) => !isApplied(input.value.inputId));
+      if (open.length === 0) return;
+      for (const input of open) {
+        const requestTask = input.value.requestTaskId;
+        if (typeof requestTask === "string" && taskId !== undefined && requestTask !== taskId) {
+          throw new RunError("A2A_PROTOCOL_ERROR", "An interrupt belongs to another A2A task.");
+        }
+        const context = input.value.contextId;
+        if (typeof context === "string" && options.contextId !== undefined && context !== options.contextId) {
+          throw new RunError("A2A_PROTOCOL_ERROR", "An interrupt belongs to another A2A context.");
+        }
+      }
+      const ttl = options.interruptTtlMs ?? 0;
+      const expiresAt = ttl > 0 ? new Date(time + ttl).toISOString() : undefined;
+      const pending = open.map((input) => ({
+        input,
+        interrupt: options.knownInterrupts?.get(input.value.inputId) ?? buildInterrupt(input.value, translate, expiresAt),
+      }));
+      subscriber.next(fact("interrupts", { pending }));
+      subscriber.next({ type: "A2A_INTERRUPT_END", time, interrupts: pending.map((p) => p.interrupt) });
+    };
+    const next = (item: T) => {
+      if (item.type === "A2A_REQUIRED_INPUTS") return interrupt(item as unknown as RequiredInputsPart);
+      if (item.type === "IAC_CODE_FACT" && (item as unknown as ProjectionFact).fact === "taskId") {
+        taskId = (item as unknown as { taskId: string }).taskId;
+      }
+      subscriber.next(item as Exclude<T, RequiredInputsPart>);
+    };
+    return source.subscribe(operatorObserver(subscriber, { next }, unprocessableFrame));
+  });
+}

@@ -1,0 +1,131 @@
+// Stage 7 of projectA2A: the run's lifecycle. RUN_STARTED on subscribe; then exactly one terminal event,
+// with the usage totals so far: RUN_FINISHED for a completed (or input-required) state or an interrupt,
+// RUN_ERROR for a canceled or failed state, for a stream that ends before its turn did, and for an error
+// (a RunError keeps its code; anything else is A2A_UNAVAILABLE). The `outcome` fact comes right before it.
+// After the terminal event nothing more passes and the upstream is let go.
+import { EventType, type TokenUsage } from "@ag-ui/core";
+import { asyncScheduler, type OperatorFunction, type SchedulerLike } from "rxjs";
+import { fact, type ProjectionFact } from "../facts.js";
+import { FAILED_STATES, unprocessableFrame } from "../lib/a2a-read.js";
+import type { Translate } from "../lib/interrupts.js";
+import { operate, operatorObserver } from "../lib/operate.js";
+import { RunError, type AguiEvent, type RunErrorCode } from "../types.js";
+import type { InterruptEndPart, StatePart, UsageTotalsPart } from "./parts.js";
+
+export interface MapTerminalOptions {
+  threadId: string;
+  runId: string;
+  parentRunId?: string;
+  /** Emit RUN_STARTED first (default true). */
+  runStarted?: boolean;
+  /** Localizes RUN_ERROR messages (language = the run's). */
+  translate?: Translate;
+  language?: string;
+  scheduler?: SchedulerLike;
+}
+
+type Consumed = StatePart | InterruptEndPart | UsageTotalsPart;
+
+const ERROR_TEXT: Record<"CANCELLED" | "A2A_EXECUTION_FAILED" | "A2A_UNAVAILABLE", string> = {
+  CANCELLED: "The execution was cancelled.",
+  A2A_EXECUTION_FAILED: "The A2A execution failed.",
+  A2A_UNAVAILABLE: "The local A2A execution service is unavailable.",
+};
+
+const identity: Translate = (english) => english;
+
+/**
+ * Consumes `A2A_STATE`, `A2A_INTERRUPT_END` and `A2A_USAGE_TOTALS` parts; passes everything else on until
+ * the terminal event, then completes.
+ *
+ * @example
+ * parts$.pipe(mapTerminal({ threadId: "t", runId: "r" }))
+ * // on subscribe: RUN_STARTED; A2A_STATE "working" → nothing; A2A_STATE "completed"
+ * // → fact outcome success, RUN_FINISHED {outcome: {type: "success"}}, complete
+ */
+export function mapTerminal<T extends { type: string }>(options: MapTerminalOptions): OperatorFunction<T, Exclude<T, Consumed> | AguiEvent | ProjectionFact> {
+  const scheduler = options.scheduler ?? asyncScheduler;
+  const translate = options.translate ?? identity;
+  return operate<T, Exclude<T, Consumed> | AguiEvent | ProjectionFact>((source, subscriber) => {
+    const { threadId, runId } = options;
+    let usage: TokenUsage[] | undefined;
+    let lastState: string | undefined;
+    let finished = false;
+    const now = () => Math.floor(scheduler.now());
+    const withUsage = (event: Record<string, unknown>) => (usage ? { ...event, usage } : event) as AguiEvent;
+
+    const finish = (terminal: AguiEvent, ended: ProjectionFact) => {
+      if (finished) return;
+      finished = true;
+      subscriber.next(ended);
+      subscriber.next(terminal);
+      subscriber.complete();
+    };
+
+    // AG-UI 1.0's RUN_ERROR has no thread or run id; @ag-ui/client strips them with a warning.
+    const runError = (code: RunErrorCode | string, english: string, timestamp: number, endedBy: "kernel" | "error") =>
+      finish(
+        withUsage({ type: EventType.RUN_ERROR, code, message: translate(english, options.language), timestamp }),
+        fact("outcome", { outcome: "failed", code, endedBy }),
+      );
+
+    const success = (timestamp: number) =>
+      finish(
+        withUsage({ type: EventType.RUN_FINISHED, threadId, runId, outcome: { type: "success" }, timestamp }),
+        fact("outcome", { outcome: "success", endedBy: "kernel" }),
+      );
+
+    const fromState = (timestamp: number) => {
+      if (lastState === "completed" || lastState === "input-required") success(timestamp);
+      else if (lastState === "canceled") runError("CANCELLED", ERROR_TEXT.CANCELLED, timestamp, "kernel");
+      // A stream that ends while WORKING (or never states anything) did not finish its turn.
+      else runError("A2A_EXECUTION_FAILED", ERROR_TEXT.A2A_EXECUTION_FAILED, timestamp, "kernel");
+    };
+
+    const next = (item: T) => {
+      if (finished) return;
+      const part = item as unknown as Consumed;
+      switch (part.type) {
+        case "A2A_USAGE_TOTALS":
+          usage = part.usage;
+          return;
+        case "A2A_INTERRUPT_END":
+          return finish(
+            withUsage({ type: EventType.RUN_FINISHED, threadId, runId, outcome: { type: "interrupt", interrupts: part.interrupts }, timestamp: part.time }),
+            fact("outcome", { outcome: "interrupt", endedBy: "kernel" }),
+          );
+        case "A2A_STATE":
+          lastState = part.state;
+          if (FAILED_STATES.has(part.state) || part.state === "canceled" || part.state === "completed" || part.state === "input-required") {
+            fromState(part.time);
+          }
+          return;
+      }
+      subscriber.next(item as Exclude<T, Consumed>);
+    };
+
+    const fail = (error: unknown) => {
+      if (error instanceof RunError) runError(error.code, error.message, now(), "error");
+      else runError("A2A_UNAVAILABLE", ERROR_TEXT.A2A_UNAVAILABLE, now(), "error");
+    };
+
+    if (options.runStarted ?? true) {
+      subscriber.next({
+        type: EventType.RUN_STARTED,
+        threadId,
+        runId,
+        ...(options.parentRunId !== undefined && { parentRunId: options.parentRunId }),
+        timestamp: now(),
+      } as AguiEvent);
+    }
+    const read = (item: T) => {
+      try {
+        next(item);
+      } catch (thrown) {
+        fail(unprocessableFrame(thrown));
+      }
+    };
+    const upstream = source.subscribe(operatorObserver(subscriber, { next: read, error: fail, complete: () => fromState(now()) }));
+    return () => upstream.unsubscribe();
+  });
+}

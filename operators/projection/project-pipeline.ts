@@ -1,0 +1,181 @@
+// Stage 3 of projectA2A: pipeline envelopes and steps (reference-adapter §5, pipeline mode). An envelope's
+// text, thinking, tools and usage become parts for the span and usage stages, in pipeline message ids; its
+// step lifecycle becomes STEP_STARTED/STEP_FINISHED; the envelope itself leaves as a `pipeline` signal
+// (namespaceCustom keeps the documented types). Steps still open from the previous run are reopened on
+// subscribe; the durable open set and the pipeline cursor leave as facts whenever they change. A recovery
+// snapshot (the kernel's pipeline state, before a resume) becomes one ACTIVITY_SNAPSHOT.
+import { EventType } from "@ag-ui/core";
+import { asyncScheduler, type OperatorFunction, type SchedulerLike } from "rxjs";
+import { fact, type ProjectionFact } from "../facts.js";
+import { unprocessableFrame } from "../lib/a2a-read.js";
+import { canonicalJson, isObject, toCount } from "../lib/json.js";
+import { operate, operatorObserver } from "../lib/operate.js";
+import type { AguiEvent, IacCodeSignal, JsonObject } from "../types.js";
+import type { PipelineEnvelopePart, PipelineSnapshotPart, ProjectionPart } from "./parts.js";
+
+export interface ProjectPipelineOptions {
+  threadId: string;
+  /** Durable pipeline steps still open from the previous run; reopened on subscribe. */
+  openSteps?: Iterable<string>;
+  /** Default `pipeline-<threadId>`; a recovery snapshot may name another. */
+  pipelineRunId?: string;
+  scheduler?: SchedulerLike;
+}
+
+type Out<T> = Exclude<T, PipelineEnvelopePart | PipelineSnapshotPart> | ProjectionPart | AguiEvent | IacCodeSignal | ProjectionFact;
+
+const STEP_START_TYPES = new Set(["step_started", "candidate_step_started", "input_received"]);
+const STEP_FINISH_TYPES = new Set(["step_completed", "step_failed", "candidate_step_completed", "candidate_step_failed"]);
+
+/**
+ * Consumes `A2A_PIPELINE_ENVELOPE` and `A2A_PIPELINE_SNAPSHOT` parts; passes everything else on.
+ *
+ * @example
+ * parts$.pipe(projectPipeline({ threadId: "t", openSteps: ["step:deploying"] }))
+ * // on subscribe: STEP_STARTED deploying; an envelope {eventType: "step_completed", step: {id: "deploying"}, sequence: 7}
+ * // → fact pipelineCursor 7, STEP_FINISHED deploying, fact openSteps [], IAC_CODE_SIGNAL pipeline
+ */
+export function projectPipeline<T extends { type: string }>(options: ProjectPipelineOptions): OperatorFunction<T, Out<T>> {
+  const scheduler = options.scheduler ?? asyncScheduler;
+  return operate<T, Out<T>>((source, subscriber) => {
+    const emit = (item: Out<T>) => subscriber.next(item);
+    const durableSteps = new Set(options.openSteps ?? []);
+    const runSteps = new Set<string>();
+    let pipelineRunId = options.pipelineRunId ?? `pipeline-${options.threadId}`;
+    let cursor = 0;
+
+    const step = (type: EventType.STEP_STARTED | EventType.STEP_FINISHED, key: string, timestamp: number) =>
+      emit({ type, stepName: stepName(key), timestamp } as AguiEvent);
+    const reportSteps = () => emit(fact("openSteps", { openSteps: [...durableSteps].sort() }));
+    const advance = (sequence: number | undefined) => {
+      if (sequence === undefined || sequence <= cursor) return;
+      cursor = sequence;
+      emit(fact("pipelineCursor", { sequence }));
+    };
+
+    const envelope = ({ envelope, time }: PipelineEnvelopePart) => {
+      const eventType = typeof envelope.eventType === "string" ? envelope.eventType : "";
+      const data = isObject(envelope.data) ? envelope.data : {};
+      const messageId = pipelineMessageId(pipelineRunId, envelope);
+      advance(toCount(envelope.sequence));
+      switch (eventType) {
+        case "text_delta":
+          if (typeof data.text === "string") emit({ type: "A2A_TEXT", time, delta: data.text, messageId, parallel: true });
+          break;
+        case "thinking_delta":
+          emit({ type: "A2A_REASONING", time, thinking: data, ownerMessageId: messageId });
+          break;
+        case "tool_started":
+          emit({
+            type: "A2A_TOOL_CALL",
+            time,
+            toolUseId: data.toolUseId,
+            name: typeof data.toolName === "string" && data.toolName ? data.toolName : "tool",
+            parentMessageId: messageId,
+            ofCurrentMessage: false,
+            args: canonicalJson(data.input ?? {}),
+          });
+          break;
+        case "tool_result":
+          emit({ type: "A2A_TOOL_RESULT", time, toolUseId: data.toolUseId, result: data.result });
+          break;
+        case "usage":
+          emit({ type: "A2A_USAGE", time, usage: data });
+          break;
+      }
+      const key = stepKeyOf(envelope);
+      if (key !== undefined) {
+        if (STEP_START_TYPES.has(eventType)) {
+          durableSteps.add(key);
+          if (!runSteps.has(key)) {
+            runSteps.add(key);
+            step(EventType.STEP_STARTED, key, time);
+          }
+          reportSteps();
+        } else if (STEP_FINISH_TYPES.has(eventType)) {
+          const wasDurable = durableSteps.delete(key);
+          if (runSteps.delete(key)) {
+            step(EventType.STEP_FINISHED, key, time);
+          } else {
+            // The completion of a step this run never opened (its start was missed): a zero-length pair.
+            step(EventType.STEP_STARTED, key, time);
+            step(EventType.STEP_FINISHED, key, time);
+          }
+          if (wasDurable) reportSteps();
+        }
+      }
+      emit({ type: "IAC_CODE_SIGNAL", namespace: "pipeline", value: envelope, timestamp: time });
+    };
+
+    /** The kernel's pipeline state fetched before a resume: one ACTIVITY_SNAPSHOT, replacing the client's view. */
+    const snapshot = ({ snapshot, time }: PipelineSnapshotPart) => {
+      if (typeof snapshot.pipelineRunId === "string" && snapshot.pipelineRunId !== "") pipelineRunId = snapshot.pipelineRunId;
+      emit({
+        type: EventType.ACTIVITY_SNAPSHOT,
+        messageId: `pipeline:${pipelineRunId}`,
+        activityType: "iac-code.pipeline.v1",
+        content: { schemaVersion: 1, pipelineRunId, snapshot },
+        replace: true,
+        timestamp: time,
+      } as AguiEvent);
+      advance(toCount(snapshot.lastSequence));
+    };
+
+    const opened = Math.floor(scheduler.now());
+    for (const key of [...durableSteps].sort()) {
+      runSteps.add(key);
+      step(EventType.STEP_STARTED, key, opened);
+    }
+    const next = (item: T) => {
+      if (item.type === "A2A_PIPELINE_ENVELOPE") return envelope(item as unknown as PipelineEnvelopePart);
+      if (item.type === "A2A_PIPELINE_SNAPSHOT") return snapshot(item as unknown as PipelineSnapshotPart);
+      emit(item as Out<T>);
+    };
+    return source.subscribe(operatorObserver(subscriber, { next }, unprocessableFrame));
+  });
+}
+
+/**
+ * `step:<id>`, or `candidate:<candidate>:<id>` inside a candidate. The candidate part prefers the
+ * candidate's runId: parallel candidates of one sub-pipeline share their `id`, and their steps must not
+ * collide in STEP_* names.
+ *
+ * @example
+ * stepKeyOf({ step: { id: "deploying" } }) // "step:deploying"
+ * stepKeyOf({ candidate: { runId: "c-1" }, candidateStep: { id: "plan" } }) // "candidate:c-1:plan"
+ */
+export function stepKeyOf(envelope: Record<string, unknown>): string | undefined {
+  const step = isObject(envelope.candidateStep) ? envelope.candidateStep : isObject(envelope.step) ? envelope.step : undefined;
+  const stepId = step && typeof step.id === "string" && step.id !== "" ? step.id : undefined;
+  if (stepId === undefined) return undefined;
+  const candidate = isObject(envelope.candidate) ? envelope.candidate : undefined;
+  const candidateId = candidate ? firstString(candidate.runId, candidate.id, candidate.subPipelineId) : undefined;
+  return candidateId !== undefined ? `candidate:${candidateId}:${stepId}` : `step:${stepId}`;
+}
+
+/**
+ * The STEP_* `stepName` of a step key: a top-level step by its id, a candidate's step by its whole key.
+ *
+ * @example
+ * stepName("step:deploying") // "deploying"
+ */
+export function stepName(key: string): string {
+  return key.startsWith("step:") ? key.slice(5) : key;
+}
+
+function pipelineMessageId(pipelineRunId: string, envelope: JsonObject): string {
+  const scope = typeof envelope.scope === "string" && envelope.scope !== "" ? envelope.scope : "pipeline";
+  const coords: string[] = [];
+  for (const key of ["candidate", "candidateStep", "step"] as const) {
+    const c = envelope[key];
+    if (!isObject(c)) continue;
+    const coord = firstString(c.runId, c.id);
+    if (coord !== undefined && !coords.includes(coord)) coords.push(coord);
+  }
+  return [`pipeline-message:${pipelineRunId}:${scope}`, ...coords].join(":");
+}
+
+function firstString(...values: unknown[]): string | undefined {
+  for (const v of values) if (typeof v === "string" && v !== "") return v;
+  return undefined;
+}

@@ -1,0 +1,161 @@
+// Stage 4 of projectA2A: text, reasoning and tool-call spans. Text opens a message and continues it (status
+// text continues the current message and ends the one before; pipeline text is keyed by its message id, so
+// several stay open); reasoning closes when text comes; a tool call starts once, its input completes once,
+// its result ends it. A status text that repeats the whole answer after it was streamed is dropped; a task
+// frame's history is shown only when the run has shown no text. Spans still open at the end are
+// balanceSpans' job.
+import { EventType } from "@ag-ui/core";
+import type { OperatorFunction } from "rxjs";
+import { unprocessableFrame } from "../lib/a2a-read.js";
+import { canonicalJson, isObject } from "../lib/json.js";
+import { operate, operatorObserver } from "../lib/operate.js";
+import type { AguiEvent } from "../types.js";
+import type { ReasoningPart, StatusTextPart, TextPart, ToolCallPart, ToolResultPart } from "./parts.js";
+
+export interface ProjectSpansOptions {
+  /** Reasoning with no message to belong to is `reasoning-<runId>`. */
+  runId: string;
+  /** Suffix source for generated ids (`assistant-<id>`, `tool-<id>`). */
+  newId?: () => string;
+}
+
+type SpanPart = TextPart | StatusTextPart | ReasoningPart | ToolCallPart | ToolResultPart;
+
+let idCounter = 0;
+const defaultNewId = () => `${Date.now().toString(16)}${(++idCounter).toString(16).padStart(8, "0")}`;
+
+/**
+ * Consumes `A2A_TEXT`, `A2A_STATUS_TEXT`, `A2A_REASONING`, `A2A_TOOL_CALL` and `A2A_TOOL_RESULT` parts;
+ * passes everything else on.
+ *
+ * @example
+ * parts$.pipe(projectSpans({ runId: "r" }))
+ * // A2A_TEXT {delta: "Hi", messageId: "m"} → TEXT_MESSAGE_START m, TEXT_MESSAGE_CONTENT m "Hi"
+ * // A2A_TOOL_CALL {toolUseId: "c", name: "bash", args: "{}"} → TOOL_CALL_START c, TOOL_CALL_ARGS c, TOOL_CALL_END c
+ */
+export function projectSpans<T extends { type: string }>(options: ProjectSpansOptions): OperatorFunction<T, Exclude<T, SpanPart> | AguiEvent> {
+  const newId = options.newId ?? defaultNewId;
+  return operate<T, Exclude<T, SpanPart> | AguiEvent>((source, subscriber) => {
+    const openMessages = new Set<string>();
+    const openReasoning = new Set<string>();
+    const openTools = new Set<string>();
+    const endedTools = new Set<string>();
+    const toolResults = new Set<string>();
+    let currentMessage: string | undefined;
+    let textShown = false;
+    const emit = (event: object) => subscriber.next(event as AguiEvent);
+
+    const closeReasoning = (timestamp: number) => {
+      if (openReasoning.size === 0) return;
+      for (const messageId of [...openReasoning].sort()) {
+        emit({ type: EventType.REASONING_MESSAGE_END, messageId, timestamp });
+        emit({ type: EventType.REASONING_END, messageId, timestamp });
+      }
+      openReasoning.clear();
+    };
+
+    const text = (delta: string, messageId: string | undefined, parallel: boolean, timestamp: number) => {
+      if (delta === "") return;
+      closeReasoning(timestamp);
+      let id: string;
+      if (parallel) {
+        id = messageId ?? `assistant-${newId()}`;
+      } else {
+        id = messageId ?? currentMessage ?? `assistant-${newId()}`;
+        if (currentMessage !== undefined && currentMessage !== id && openMessages.delete(currentMessage)) {
+          emit({ type: EventType.TEXT_MESSAGE_END, messageId: currentMessage, timestamp });
+        }
+        currentMessage = id;
+      }
+      if (!openMessages.has(id)) {
+        openMessages.add(id);
+        emit({ type: EventType.TEXT_MESSAGE_START, messageId: id, role: "assistant", timestamp });
+      }
+      emit({ type: EventType.TEXT_MESSAGE_CONTENT, messageId: id, delta, timestamp });
+      textShown = true;
+    };
+
+    const statusText = ({ delta, messageId, final, history, time }: StatusTextPart) => {
+      if (delta === "" && !textShown && history !== undefined) {
+        delta = history.text;
+        messageId = history.messageId;
+      }
+      if (delta === "") return;
+      if (final && textShown) return; // the kernel repeats the whole answer after streaming it
+      text(delta, messageId, false, time);
+    };
+
+    const reasoning = ({ thinking, ownerMessageId, time }: ReasoningPart) => {
+      if (!isObject(thinking) || thinking.type !== "raw_thinking") return;
+      if (typeof thinking.text !== "string" || thinking.text === "") return;
+      const messageId = `reasoning-${ownerMessageId ?? currentMessage ?? options.runId}`;
+      if (!openReasoning.has(messageId)) {
+        openReasoning.add(messageId);
+        emit({ type: EventType.REASONING_START, messageId, timestamp: time });
+        emit({ type: EventType.REASONING_MESSAGE_START, messageId, role: "reasoning", timestamp: time });
+      }
+      emit({ type: EventType.REASONING_MESSAGE_CONTENT, messageId, delta: thinking.text, timestamp: time });
+    };
+
+    const toolEnd = (toolCallId: string, timestamp: number) => {
+      if (!openTools.delete(toolCallId)) return;
+      endedTools.add(toolCallId);
+      emit({ type: EventType.TOOL_CALL_END, toolCallId, timestamp });
+    };
+
+    const toolCall = ({ toolUseId, name, parentMessageId, ofCurrentMessage, args, time }: ToolCallPart) => {
+      const toolCallId = toolIdOf(toolUseId, newId);
+      const parent = ofCurrentMessage ? currentMessage : parentMessageId;
+      if (!openTools.has(toolCallId) && !endedTools.has(toolCallId)) {
+        openTools.add(toolCallId);
+        emit({
+          type: EventType.TOOL_CALL_START,
+          toolCallId,
+          toolCallName: name,
+          ...(parent !== undefined && openMessages.has(parent) && { parentMessageId: parent }),
+          timestamp: time,
+        });
+      }
+      if (args === undefined || !openTools.has(toolCallId)) return;
+      emit({ type: EventType.TOOL_CALL_ARGS, toolCallId, delta: args, timestamp: time });
+      toolEnd(toolCallId, time);
+    };
+
+    const toolResult = ({ toolUseId, result, time }: ToolResultPart) => {
+      const toolCallId = toolIdOf(toolUseId, newId);
+      if (toolResults.has(toolCallId)) return;
+      toolResults.add(toolCallId);
+      toolEnd(toolCallId, time); // a result closes the call even when its input never completed
+      emit({
+        type: EventType.TOOL_CALL_RESULT,
+        messageId: `tool-result-${toolCallId}`,
+        toolCallId,
+        content: typeof result === "string" ? result : canonicalJson(result ?? null),
+        role: "tool",
+        timestamp: time,
+      });
+    };
+
+    const next = (item: T) => {
+      const part = item as unknown as SpanPart;
+      switch (part.type) {
+        case "A2A_TEXT":
+          return text(part.delta, part.messageId, part.parallel, part.time);
+        case "A2A_STATUS_TEXT":
+          return statusText(part);
+        case "A2A_REASONING":
+          return reasoning(part);
+        case "A2A_TOOL_CALL":
+          return toolCall(part);
+        case "A2A_TOOL_RESULT":
+          return toolResult(part);
+      }
+      subscriber.next(item as Exclude<T, SpanPart>);
+    };
+    return source.subscribe(operatorObserver(subscriber, { next }, unprocessableFrame));
+  });
+}
+
+function toolIdOf(value: unknown, newId: () => string): string {
+  return typeof value === "string" && value !== "" ? value : `tool-${newId()}`;
+}

@@ -1,0 +1,110 @@
+// Stage 1 of projectA2A: each A2A frame becomes its parts (./parts.ts), in the order the frame's events
+// come out: the frame's ids, the pipeline snapshot and envelopes, thinking, the tool, usage, the artifact,
+// the status text, required inputs, the state. It reads, it decides nothing: what a part means is the
+// business of the stage that owns it. Tool progress and artifacts have no AG-UI event of their own and
+// leave as IAC_CODE_SIGNAL for namespaceCustom.
+import { asyncScheduler, type OperatorFunction, type SchedulerLike } from "rxjs";
+import { iacCodeOf, isAgentRole, normalizeState, resultOf, sessionIdOf, taskIdOf, textOfMessage, unprocessableFrame } from "../lib/a2a-read.js";
+import { requiredInputs } from "../lib/interrupts.js";
+import { canonicalJson, isObject } from "../lib/json.js";
+import { operate, operatorObserver } from "../lib/operate.js";
+import type { A2AMessage, A2AStreamResponse, IacCodeSignal } from "../types.js";
+import type { ProjectionPart } from "./parts.js";
+
+export interface ReadFramesOptions {
+  /** Read the task history's last agent block when a task frame has no status text (default true). */
+  historyFallback?: boolean;
+  scheduler?: SchedulerLike;
+}
+
+/**
+ * A2A stream results in, projection parts out (one clock read per frame, stamped on each part). A frame it
+ * cannot read ends the stream with a RunError A2A_PROTOCOL_ERROR.
+ *
+ * @example
+ * of({ statusUpdate: { taskId: "t1", status: { state: "TASK_STATE_COMPLETED" } } }).pipe(readFrames())
+ * // → { type: "A2A_FRAME", time, taskId: "t1" }, { type: "A2A_STATE", time, state: "completed" }
+ */
+export function readFrames(options: ReadFramesOptions = {}): OperatorFunction<A2AStreamResponse, ProjectionPart | IacCodeSignal> {
+  const scheduler = options.scheduler ?? asyncScheduler;
+  const historyFallback = options.historyFallback ?? true;
+  return operate<A2AStreamResponse, ProjectionPart | IacCodeSignal>((source, subscriber) => {
+    const emit = (part: ProjectionPart | IacCodeSignal) => subscriber.next(part);
+    const read = (frame: A2AStreamResponse) => {
+      const time = Math.floor(scheduler.now());
+      const result = resultOf(frame);
+      const iac = iacCodeOf(result);
+      const taskId = taskIdOf(frame, result);
+      const contextId = typeof result.contextId === "string" && result.contextId !== "" ? result.contextId : undefined;
+      const sessionId = sessionIdOf(iac);
+      emit({ type: "A2A_FRAME", time, ...(taskId !== undefined && { taskId }), ...(contextId !== undefined && { contextId }), ...(sessionId !== undefined && { sessionId }) });
+      if (iac) {
+        if (isObject(iac.pipelineSnapshot)) emit({ type: "A2A_PIPELINE_SNAPSHOT", time, snapshot: iac.pipelineSnapshot });
+        const batch = iac.pipelineBatch;
+        if (isObject(batch) && Array.isArray(batch.events)) {
+          for (const envelope of batch.events) if (isObject(envelope)) emit({ type: "A2A_PIPELINE_ENVELOPE", time, envelope });
+        }
+        if (isObject(iac.pipeline)) emit({ type: "A2A_PIPELINE_ENVELOPE", time, envelope: iac.pipeline });
+        if (iac.thinking !== undefined) emit({ type: "A2A_REASONING", time, thinking: iac.thinking });
+        const tool = iac.tool;
+        if (isObject(tool)) {
+          const name = typeof tool.name === "string" && tool.name ? tool.name : "tool";
+          const call = { type: "A2A_TOOL_CALL", time, toolUseId: tool.toolUseId, name, ofCurrentMessage: true } as const;
+          switch (tool.status) {
+            case "started":
+              emit(call);
+              break;
+            case "input_complete":
+              emit({ ...call, args: canonicalJson(tool.toolInput ?? { summary: tool.inputSummary ?? null }) });
+              break;
+            case "completed":
+            case "failed":
+              emit({ type: "A2A_TOOL_RESULT", time, toolUseId: tool.toolUseId, result: tool.result });
+              break;
+            case "progress":
+              emit({ type: "IAC_CODE_SIGNAL", namespace: "tool-progress", value: { schemaVersion: 1, ...tool }, timestamp: time });
+              break;
+          }
+        }
+        if (iac.usage !== undefined) emit({ type: "A2A_USAGE", time, usage: iac.usage });
+      }
+      if ("artifactUpdate" in frame && isObject(frame.artifactUpdate.artifact)) {
+        emit({ type: "IAC_CODE_SIGNAL", namespace: "artifact", value: { schemaVersion: 1, ...frame.artifactUpdate.artifact }, timestamp: time });
+      }
+      const message = result.status?.message;
+      const delta = textOfMessage(message);
+      const final = iac !== undefined && isObject(iac.assistantFinal) && iac.assistantFinal.complete === true;
+      const history = delta === "" && historyFallback && "task" in frame ? lastAgentBlock(result.history) : undefined;
+      if (delta !== "" || (history !== undefined && history.text !== "")) {
+        emit({
+          type: "A2A_STATUS_TEXT",
+          time,
+          delta,
+          ...(message?.messageId ? { messageId: message.messageId } : {}),
+          final,
+          ...(history !== undefined && { history }),
+        });
+      }
+      const inputs = requiredInputs(iac);
+      if (inputs.length > 0) emit({ type: "A2A_REQUIRED_INPUTS", time, inputs });
+      const state = normalizeState(result.status?.state);
+      if (state !== undefined) emit({ type: "A2A_STATE", time, state });
+    };
+    // Whatever a frame makes us throw is that frame's fault: a protocol error, never the process's.
+    return source.subscribe(operatorObserver(subscriber, { next: read }, unprocessableFrame));
+  });
+}
+
+/** Last contiguous block of agent messages in a task history (trailing user messages skipped). */
+function lastAgentBlock(history: A2AMessage[] | undefined): { text: string; messageId?: string } {
+  if (!Array.isArray(history)) return { text: "" };
+  let end = history.length - 1;
+  while (end >= 0 && !isAgentRole(history[end]?.role)) end--;
+  let start = end;
+  while (start > 0 && isAgentRole(history[start - 1]?.role)) start--;
+  if (end < 0) return { text: "" };
+  let text = "";
+  for (let i = start; i <= end; i++) text += textOfMessage(history[i]);
+  const messageId = history[end]?.messageId;
+  return messageId ? { text, messageId } : { text };
+}

@@ -1,0 +1,54 @@
+// Stage 5 of projectA2A: token usage. Every usage report adds to the run's totals, one entry per provider
+// and model; after each, the totals so far travel on for mapTerminal to put on the terminal event. The
+// sums saturate: a kernel reporting 1e308 tokens twice must not turn usage into Infinity (null on the wire).
+import type { TokenUsage } from "@ag-ui/core";
+import type { OperatorFunction } from "rxjs";
+import { unprocessableFrame } from "../lib/a2a-read.js";
+import { addCounts, isObject, toCount } from "../lib/json.js";
+import { operate, operatorObserver } from "../lib/operate.js";
+import type { UsagePart, UsageTotalsPart } from "./parts.js";
+
+type Totals = Required<Pick<TokenUsage, "inputTokens" | "outputTokens" | "totalTokens" | "cachedInputTokens">> & TokenUsage;
+
+/**
+ * Consumes `A2A_USAGE` parts (reports that are not objects count for nothing); emits `A2A_USAGE_TOTALS`
+ * after each that counts; passes everything else on.
+ *
+ * @example
+ * parts$.pipe(totalUsage())
+ * // A2A_USAGE {model: "m", inputTokens: 3}, A2A_USAGE {model: "m", inputTokens: 2}
+ * // → A2A_USAGE_TOTALS [{model: "m", inputTokens: 3, …}], A2A_USAGE_TOTALS [{model: "m", inputTokens: 5, …}]
+ */
+export function totalUsage<T extends { type: string }>(): OperatorFunction<T, Exclude<T, UsagePart> | UsageTotalsPart> {
+  return operate<T, Exclude<T, UsagePart> | UsageTotalsPart>((source, subscriber) => {
+    const totals = new Map<string, Totals>();
+    const add = (u: unknown) => {
+      if (!isObject(u)) return;
+      const provider = typeof u.provider === "string" ? u.provider : undefined;
+      const model = typeof u.model === "string" ? u.model : undefined;
+      const key = `${provider ?? ""}\u0000${model ?? ""}`;
+      const entry: Totals = totals.get(key) ?? {
+        inputTokens: 0,
+        outputTokens: 0,
+        totalTokens: 0,
+        cachedInputTokens: 0,
+        ...(provider !== undefined && { provider }),
+        ...(model !== undefined && { model }),
+      };
+      // A new entry each time: the totals already passed on stay what they were.
+      totals.set(key, {
+        ...entry,
+        inputTokens: addCounts(entry.inputTokens, toCount(u.inputTokens)),
+        outputTokens: addCounts(entry.outputTokens, toCount(u.outputTokens)),
+        totalTokens: addCounts(entry.totalTokens, toCount(u.totalTokens)),
+        cachedInputTokens: addCounts(entry.cachedInputTokens, toCount(u.cachedInputTokens)),
+      });
+      subscriber.next({ type: "A2A_USAGE_TOTALS", usage: [...totals.values()] });
+    };
+    const next = (item: T) => {
+      if (item.type === "A2A_USAGE") return add((item as unknown as UsagePart).usage);
+      subscriber.next(item as Exclude<T, UsagePart>);
+    };
+    return source.subscribe(operatorObserver(subscriber, { next }, unprocessableFrame));
+  });
+}
