@@ -8,6 +8,14 @@ import { operate, operatorObserver } from "./lib/operate.js";
 import { SpanLedger } from "./lib/span-ledger.js";
 import { RunError, type AguiEvent } from "./types.js";
 
+/**
+ * Ends every open span before the run's one terminal event, then completes.
+ *
+ * @example
+ * events$.pipe(balanceSpans())
+ * // TEXT_MESSAGE_START m, TOOL_CALL_START c, RUN_ERROR
+ * // → TEXT_MESSAGE_START m, TOOL_CALL_START c, TOOL_CALL_END c, TEXT_MESSAGE_END m, RUN_ERROR, complete
+ */
 export function balanceSpans<T extends { type: string }>(): OperatorFunction<T, T | AguiEvent> {
   return operate<T, T | AguiEvent>((source, subscriber) => {
     const spans = new SpanLedger();

@@ -11,6 +11,15 @@ export interface CommitBeforeEmitOptions<T, F> {
   onFailure: (error: unknown, item: T) => F;
 }
 
+/**
+ * Passes each item once `commit(item)` made it durable; items that need no write pass at once, in order.
+ *
+ * @example
+ * events$.pipe(commitBeforeEmit({
+ *   commit: (e) => (e.type === "RUN_FINISHED" ? store.save(record) : undefined), // a Promise: RUN_FINISHED waits for it
+ *   onFailure: () => ({ type: "RUN_ERROR", code: "STATE_PERSISTENCE_FAILED", message: "…" }),
+ * }))
+ */
 export function commitBeforeEmit<T, F>(options: CommitBeforeEmitOptions<T, F>): OperatorFunction<T, T | F> {
   return operate<T, T | F>((source, subscriber) => {
     // A queue read from `head` (shift() would make draining a long backlog quadratic).

@@ -14,6 +14,15 @@ export interface DedupePipelineOptions {
   afterSequence?: number;
 }
 
+/**
+ * Removes already-delivered envelopes from `iac_code.pipeline` and `iac_code.pipelineBatch.events`; frames
+ * pass on (a frame whose only envelope was a duplicate still carries its state and text).
+ *
+ * @example
+ * frames$.pipe(dedupePipeline({ afterSequence: 12 }))
+ * // {pipeline: {eventId: "e1", sequence: 13}}, {pipeline: {eventId: "e1", sequence: 13}} → the second loses its envelope
+ * // {pipeline: {sequence: 9}} (no id, at or below the cursor) → loses its envelope
+ */
 export function dedupePipeline(options: DedupePipelineOptions = {}): OperatorFunction<A2AStreamResponse, A2AStreamResponse> {
   return operate<A2AStreamResponse, A2AStreamResponse>((source, subscriber) => {
     const seen = new Set<string>();

@@ -10,6 +10,13 @@ export interface FinishCancelledOptions {
   runId: string;
 }
 
+/**
+ * Rewrites RUN_ERROR CANCELLED as RUN_FINISHED `outcome: {type: "cancelled"}` (usage and timestamp kept).
+ *
+ * @example
+ * events$.pipe(balanceSpans(), finishCancelled({ threadId: "t", runId: "r" }))
+ * // RUN_ERROR {code: "CANCELLED", timestamp: 7} → RUN_FINISHED {threadId: "t", runId: "r", outcome: {type: "cancelled"}, timestamp: 7}
+ */
 export function finishCancelled<T extends { type: string }>(options: FinishCancelledOptions): OperatorFunction<T, T | AguiEvent> {
   return map((item) => {
     if (item.type !== EventType.RUN_ERROR || (item as { code?: unknown }).code !== "CANCELLED") return item;

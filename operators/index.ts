@@ -27,6 +27,16 @@ export {
   type ProjectedItem,
   type SessionInfo,
 } from "./project-a2a.js";
+// The projection's stages, for composing a projection of your own (projectA2A composes all eight, in this order).
+export { readFrames, type ReadFramesOptions } from "./projection/read-frames.js";
+export { guardIdentity, type GuardIdentityOptions } from "./projection/guard-identity.js";
+export { projectPipeline, type ProjectPipelineOptions } from "./projection/project-pipeline.js";
+export { projectSpans, type ProjectSpansOptions } from "./projection/project-spans.js";
+export { totalUsage } from "./projection/total-usage.js";
+export { mapInterrupts, type MapInterruptsOptions } from "./projection/map-interrupts.js";
+export { mapTerminal, type MapTerminalOptions } from "./projection/map-terminal.js";
+export { announceSession, type AnnounceSessionOptions } from "./projection/announce-session.js";
+export type * from "./projection/parts.js";
 export { fact, isProjectionFact, type PendingInterrupt, type ProjectionFact, type ProjectionFactName } from "./facts.js";
 export { buildInterrupt, requiredInputs, responseSchemaFor, standardOptions, PERSISTED_INPUT_KEYS } from "./lib/interrupts.js";
 export type { InputValue, RequiredInput, Translate } from "./lib/interrupts.js";
@@ -55,6 +65,16 @@ export interface AguiPipelineOptions extends ProjectA2AOptions {
 /**
  * The whole projection: A2A 1.0 stream results in, one complete AG-UI run out (RUN_STARTED … exactly one
  * RUN_FINISHED or RUN_ERROR, every span closed), plus heartbeat markers when enabled. No I/O behind it.
+ * Data flows one way: dedupePipeline → projectA2A (readFrames → guardIdentity → projectPipeline →
+ * projectSpans → totalUsage → mapInterrupts → mapTerminal → announceSession) → stripResumedText →
+ * namespaceCustom → commitBeforeEmit (where `commit` folds facts and digests) → internal items dropped →
+ * balanceSpans → finishCancelled → mergeHeartbeat.
+ *
+ * @example
+ * a2aFrames$.pipe(createAguiPipeline({ threadId: "t", runId: "r", heartbeat: false }))
+ * // {statusUpdate: {status: {state: "TASK_STATE_WORKING", message: {parts: [{text: "Hello"}]}}}}
+ * // {statusUpdate: {status: {state: "TASK_STATE_COMPLETED"}}}
+ * // → RUN_STARTED, TEXT_MESSAGE_START, TEXT_MESSAGE_CONTENT "Hello", TEXT_MESSAGE_END, RUN_FINISHED success
  */
 export function createAguiPipeline(options: AguiPipelineOptions): OperatorFunction<A2AStreamResponse, AguiOutput> {
   const translate = options.translate ?? ((english: string) => english);

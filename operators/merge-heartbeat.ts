@@ -10,6 +10,13 @@ export interface MergeHeartbeatOptions {
   scheduler?: SchedulerLike;
 }
 
+/**
+ * Adds a HEARTBEAT marker after every `intervalMs` of silence (default 15 s); completes with the source.
+ *
+ * @example
+ * events$.pipe(mergeHeartbeat({ intervalMs: 15_000 }))
+ * // a ─ 40 s of silence ─ b  →  a, HEARTBEAT (15 s), HEARTBEAT (30 s), b
+ */
 export function mergeHeartbeat<T>(options: MergeHeartbeatOptions = {}): OperatorFunction<T, T | Heartbeat> {
   const intervalMs = options.intervalMs ?? 15_000;
   const scheduler = options.scheduler ?? asyncScheduler;

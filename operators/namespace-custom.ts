@@ -18,6 +18,15 @@ export const PIPELINE_CUSTOM_EVENT_TYPES: ReadonlySet<string> = new Set([
   "diagram_shown", "mcp_status", "tool_progress",
 ]);
 
+/**
+ * Turns each IAC_CODE_SIGNAL into `CUSTOM iac-code.<namespace>.v1` (pipeline envelopes only of the
+ * documented types); passes everything else on.
+ *
+ * @example
+ * items$.pipe(namespaceCustom())
+ * // {type: "IAC_CODE_SIGNAL", namespace: "artifact", value: {artifactId: "a1"}, timestamp: 5}
+ * // → {type: "CUSTOM", name: "iac-code.artifact.v1", value: {artifactId: "a1"}, timestamp: 5}
+ */
 export function namespaceCustom<T extends { type: string }>(): OperatorFunction<T | IacCodeSignal, Exclude<T, IacCodeSignal> | AguiEvent> {
   return operate<T | IacCodeSignal, Exclude<T, IacCodeSignal> | AguiEvent>((source, subscriber) =>
     source.subscribe(

@@ -22,6 +22,14 @@ const PIPELINE_MESSAGE = "pipeline-message:";
 // The prefix search hashes every prefix; beyond this many code points a replay is emitted unstripped.
 const MAX_CHECKED_CODE_POINTS = 131_072;
 
+/**
+ * Drops the replayed prefix of each message's first text and emits a TextSegmentDigest per new segment.
+ *
+ * @example
+ * events$.pipe(stripResumedText({ knownDigests: [sha256("Checking the VPC. ")] }))
+ * // TEXT_MESSAGE_CONTENT m "Checking the VPC. Done." → TEXT_MESSAGE_CONTENT m "Done."
+ * // … RUN_FINISHED → {type: "IAC_CODE_TEXT_SEGMENT", digest: sha256("Checking the VPC. Done.")}, RUN_FINISHED
+ */
 export function stripResumedText<T extends { type: string }>(
   options: StripResumedTextOptions = {},
 ): OperatorFunction<T, T | TextSegmentDigest> {
