@@ -4,17 +4,19 @@
 // iac-code signals without a standard event leave as IAC_CODE_SIGNAL for namespaceCustom. Open spans at
 // the end are balanceSpans' job. Besides the kernel's keys, `metadata.iac_code.pipelineSnapshot` (the body
 // of the kernel's /iac-code/pipeline/state, put there by the edge before a resume) becomes an ACTIVITY_SNAPSHOT.
-import { pipe, type OperatorFunction, type SchedulerLike } from "rxjs";
+import type { OperatorFunction, SchedulerLike } from "rxjs";
 import type { ProjectionFact } from "./facts.js";
+import { unprocessableFrame } from "./lib/a2a-read.js";
 import type { Translate } from "./lib/interrupts.js";
-import { announceSession, type SessionInfo } from "./projection/announce-session.js";
-import { guardIdentity } from "./projection/guard-identity.js";
-import { mapInterrupts } from "./projection/map-interrupts.js";
-import { mapTerminal } from "./projection/map-terminal.js";
-import { projectPipeline } from "./projection/project-pipeline.js";
-import { projectSpans } from "./projection/project-spans.js";
-import { readFrames } from "./projection/read-frames.js";
-import { totalUsage } from "./projection/total-usage.js";
+import { fuseStages, type Stage } from "./lib/stage.js";
+import { announceSessionStage, type SessionInfo } from "./projection/announce-session.js";
+import { guardIdentityStage } from "./projection/guard-identity.js";
+import { mapInterruptsStage } from "./projection/map-interrupts.js";
+import { mapTerminalStage } from "./projection/map-terminal.js";
+import { projectPipelineStage } from "./projection/project-pipeline.js";
+import { projectSpansStage } from "./projection/project-spans.js";
+import { readFramesStage } from "./projection/read-frames.js";
+import { totalUsageStage } from "./projection/total-usage.js";
 import type { A2AStreamResponse, AguiEvent, IacCodeSignal, Interrupt } from "./types.js";
 
 export { stepKeyOf, stepName } from "./projection/project-pipeline.js";
@@ -68,22 +70,27 @@ export type ProjectedItem = AguiEvent | IacCodeSignal | ProjectionFact;
  */
 export function projectA2A(options: ProjectA2AOptions): OperatorFunction<A2AStreamResponse, ProjectedItem> {
   const { threadId, runId, contextId, taskId, scheduler, translate } = options;
-  return pipe(
-    readFrames({ historyFallback: options.historyFallback, scheduler }),
-    guardIdentity({ contextId, taskId, sessionId: options.session?.sessionId }),
-    projectPipeline({ threadId, openSteps: options.openSteps, pipelineRunId: options.pipelineRunId, scheduler }),
-    projectSpans({ runId, newId: options.newId }),
-    totalUsage(),
-    mapInterrupts({
-      contextId,
-      taskId,
-      appliedInputIds: options.appliedInputIds,
-      isInputApplied: options.isInputApplied,
-      knownInterrupts: options.knownInterrupts,
-      interruptTtlMs: options.interruptTtlMs,
-      translate,
-    }),
-    mapTerminal({ threadId, runId, parentRunId: options.parentRunId, runStarted: options.runStarted, translate, language: options.language, scheduler }),
-    announceSession({ threadId, runId, contextId, taskId, session: options.session }),
-  ) as OperatorFunction<A2AStreamResponse, ProjectedItem>;
+  // Fused: the stages run in one operator, calling each other directly (operators/lib/stage.ts). Each
+  // stage sits as early as its inputs allow, so the bulk of the events (spans) crosses few stages.
+  return fuseStages<A2AStreamResponse, ProjectedItem>(
+    [
+      readFramesStage({ historyFallback: options.historyFallback, scheduler }),
+      guardIdentityStage({ contextId, taskId, sessionId: options.session?.sessionId }),
+      mapInterruptsStage({
+        contextId,
+        taskId,
+        appliedInputIds: options.appliedInputIds,
+        isInputApplied: options.isInputApplied,
+        knownInterrupts: options.knownInterrupts,
+        interruptTtlMs: options.interruptTtlMs,
+        translate,
+      }),
+      projectPipelineStage({ threadId, openSteps: options.openSteps, pipelineRunId: options.pipelineRunId, scheduler }),
+      totalUsageStage(),
+      projectSpansStage({ runId, newId: options.newId }),
+      mapTerminalStage({ threadId, runId, parentRunId: options.parentRunId, runStarted: options.runStarted, translate, language: options.language, scheduler }),
+      announceSessionStage({ threadId, runId, contextId, taskId, session: options.session }),
+    ] as Stage<unknown, unknown>[],
+    unprocessableFrame,
+  );
 }

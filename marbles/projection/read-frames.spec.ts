@@ -8,13 +8,12 @@ const eq = (a: unknown, b: unknown) => expect(a).toEqual(b);
 const frame = (time: number) => ({ type: "A2A_FRAME", time, taskId: "task-a1", contextId: "ctx-a1", sessionId: "sess-a1" });
 
 describe("readFrames", () => {
-  it("a text frame: its ids, its status text, its state", () => {
+  it("a text frame: its ids, its status text (a working state ends nothing: no part)", () => {
     runMarbles(eq, ({ cold, expectObservable }) => {
       const out = cold("-a", { a: f.text("Hello") }).pipe(readFrames());
-      expectObservable(out).toBe("-(abc)", {
+      expectObservable(out).toBe("-(ab)", {
         a: frame(1),
         b: { type: "A2A_STATUS_TEXT", time: 1, delta: "Hello", messageId: "task-a1-message", final: false },
-        c: { type: "A2A_STATE", time: 1, state: "working" },
       });
     });
   });
@@ -22,10 +21,9 @@ describe("readFrames", () => {
   it("a tool's input, then its result; a permission is a required input before the state", () => {
     runMarbles(eq, ({ cold, expectObservable }) => {
       const out = cold("a 9ms b", { a: f.toolInput("c1", "bash", { cmd: "ls" }), b: f.permission("p-1", "c1", "bash") }).pipe(readFrames());
-      expectObservable(out).toBe("(abc) 5ms (def)", {
+      expectObservable(out).toBe("(ab) 6ms (def)", {
         a: frame(0),
         b: { type: "A2A_TOOL_CALL", time: 0, toolUseId: "c1", name: "bash", ofCurrentMessage: true, args: '{"cmd":"ls"}' },
-        c: { type: "A2A_STATE", time: 0, state: "working" },
         d: frame(10),
         e: expect.objectContaining({ type: "A2A_REQUIRED_INPUTS", time: 10, inputs: [expect.objectContaining({ value: expect.objectContaining({ inputId: "p-1" }) })] }),
         f: { type: "A2A_STATE", time: 10, state: "input-required" },

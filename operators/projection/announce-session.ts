@@ -6,7 +6,7 @@
 import { EventType } from "@ag-ui/core";
 import type { OperatorFunction } from "rxjs";
 import type { ProjectionFact } from "../facts.js";
-import { operate, operatorObserver } from "../lib/operate.js";
+import { stageOperator, type Stage } from "../lib/stage.js";
 import type { IacCodeSignal } from "../types.js";
 import type { FramePart } from "./parts.js";
 
@@ -38,7 +38,12 @@ export interface AnnounceSessionOptions {
  * // fact taskId, fact sessionId, A2A_FRAME → the facts, then IAC_CODE_SIGNAL {namespace: "session", value: {…, taskId, sessionId}}
  */
 export function announceSession<T extends { type: string }>(options: AnnounceSessionOptions): OperatorFunction<T, Exclude<T, FramePart> | IacCodeSignal> {
-  return operate<T, Exclude<T, FramePart> | IacCodeSignal>((source, subscriber) => {
+  return stageOperator(announceSessionStage<T>(options));
+}
+
+/** announceSession as a Stage, for fuseStages (projectA2A runs the eight stages fused). */
+export function announceSessionStage<T extends { type: string }>(options: AnnounceSessionOptions): Stage<T, Exclude<T, FramePart> | IacCodeSignal> {
+  return (out) => {
     const session = options.session;
     let taskId = options.taskId;
     let sessionId = session?.sessionId;
@@ -47,7 +52,7 @@ export function announceSession<T extends { type: string }>(options: AnnounceSes
     const announce = (timestamp: number) => {
       if (announced || !session) return;
       announced = true;
-      subscriber.next({
+      out.next({
         type: "IAC_CODE_SIGNAL",
         namespace: "session",
         value: {
@@ -80,8 +85,8 @@ export function announceSession<T extends { type: string }>(options: AnnounceSes
           if (announceAtEnd) announce((item as unknown as { timestamp: number }).timestamp);
           break;
       }
-      subscriber.next(item as Exclude<T, FramePart>);
+      out.next(item as Exclude<T, FramePart>);
     };
-    return source.subscribe(operatorObserver(subscriber, { next }));
-  });
+    return { next };
+  };
 }

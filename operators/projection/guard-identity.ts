@@ -4,7 +4,7 @@
 import type { OperatorFunction } from "rxjs";
 import { fact, type ProjectionFact } from "../facts.js";
 import { unprocessableFrame } from "../lib/a2a-read.js";
-import { operate, operatorObserver } from "../lib/operate.js";
+import { stageOperator, type Stage } from "../lib/stage.js";
 import { RunError } from "../types.js";
 
 export interface GuardIdentityOptions {
@@ -24,16 +24,21 @@ export interface GuardIdentityOptions {
  * // A2A_FRAME {taskId: "t1"} → fact taskId "t1", A2A_FRAME; a later A2A_FRAME {taskId: "t2"} → error RunError A2A_PROTOCOL_ERROR
  */
 export function guardIdentity<T extends { type: string }>(options: GuardIdentityOptions = {}): OperatorFunction<T, T | ProjectionFact> {
-  return operate<T, T | ProjectionFact>((source, subscriber) => {
+  return stageOperator(guardIdentityStage<T>(options), unprocessableFrame);
+}
+
+/** guardIdentity as a Stage, for fuseStages (projectA2A runs the eight stages fused). */
+export function guardIdentityStage<T extends { type: string }>(options: GuardIdentityOptions = {}): Stage<T, T | ProjectionFact> {
+  return (out) => {
     let taskId = options.taskId;
     let sessionId = options.sessionId;
     const check = (item: T) => {
-      if (item.type !== "A2A_FRAME") return subscriber.next(item);
+      if (item.type !== "A2A_FRAME") return out.next(item);
       const frame = item as unknown as { taskId?: string; contextId?: string; sessionId?: string };
       if (frame.taskId !== undefined) {
         if (taskId === undefined) {
           taskId = frame.taskId;
-          subscriber.next(fact("taskId", { taskId }));
+          out.next(fact("taskId", { taskId }));
         } else if (frame.taskId !== taskId) {
           throw new RunError("A2A_PROTOCOL_ERROR", "The A2A task identity changed unexpectedly.");
         }
@@ -44,13 +49,13 @@ export function guardIdentity<T extends { type: string }>(options: GuardIdentity
       if (frame.sessionId !== undefined) {
         if (sessionId === undefined) {
           sessionId = frame.sessionId;
-          subscriber.next(fact("sessionId", { sessionId }));
+          out.next(fact("sessionId", { sessionId }));
         } else if (frame.sessionId !== sessionId) {
           throw new RunError("A2A_PROTOCOL_ERROR", "The iac-code session identity changed unexpectedly.");
         }
       }
-      subscriber.next(item);
+      out.next(item);
     };
-    return source.subscribe(operatorObserver(subscriber, { next: check }, unprocessableFrame));
-  });
+    return { next: check };
+  };
 }

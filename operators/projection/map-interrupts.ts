@@ -8,7 +8,7 @@ import type { OperatorFunction } from "rxjs";
 import { fact, type ProjectionFact } from "../facts.js";
 import { unprocessableFrame } from "../lib/a2a-read.js";
 import { buildInterrupt, type Translate } from "../lib/interrupts.js";
-import { operate, operatorObserver } from "../lib/operate.js";
+import { stageOperator, type Stage } from "../lib/stage.js";
 import { RunError } from "../types.js";
 import type { InterruptEndPart, RequiredInputsPart } from "./parts.js";
 
@@ -41,8 +41,15 @@ const identity: Translate = (english) => english;
 export function mapInterrupts<T extends { type: string }>(
   options: MapInterruptsOptions = {},
 ): OperatorFunction<T, Exclude<T, RequiredInputsPart> | InterruptEndPart | ProjectionFact> {
+  return stageOperator(mapInterruptsStage<T>(options), unprocessableFrame);
+}
+
+/** mapInterrupts as a Stage, for fuseStages (projectA2A runs the eight stages fused). */
+export function mapInterruptsStage<T extends { type: string }>(
+  options: MapInterruptsOptions = {},
+): Stage<T, Exclude<T, RequiredInputsPart> | InterruptEndPart | ProjectionFact> {
   const translate = options.translate ?? identity;
-  return operate<T, Exclude<T, RequiredInputsPart> | InterruptEndPart | ProjectionFact>((source, subscriber) => {
+  return (out) => {
     const applied = new Set(options.appliedInputIds ?? []);
     const isApplied = options.isInputApplied ?? ((id: string) => applied.has(id));
     let taskId = options.taskId;
@@ -65,16 +72,16 @@ export function mapInterrupts<T extends { type: string }>(
         input,
         interrupt: options.knownInterrupts?.get(input.value.inputId) ?? buildInterrupt(input.value, translate, expiresAt),
       }));
-      subscriber.next(fact("interrupts", { pending }));
-      subscriber.next({ type: "A2A_INTERRUPT_END", time, interrupts: pending.map((p) => p.interrupt) });
+      out.next(fact("interrupts", { pending }));
+      out.next({ type: "A2A_INTERRUPT_END", time, interrupts: pending.map((p) => p.interrupt) });
     };
     const next = (item: T) => {
       if (item.type === "A2A_REQUIRED_INPUTS") return interrupt(item as unknown as RequiredInputsPart);
       if (item.type === "IAC_CODE_FACT" && (item as unknown as ProjectionFact).fact === "taskId") {
         taskId = (item as unknown as { taskId: string }).taskId;
       }
-      subscriber.next(item as Exclude<T, RequiredInputsPart>);
+      out.next(item as Exclude<T, RequiredInputsPart>);
     };
-    return source.subscribe(operatorObserver(subscriber, { next }, unprocessableFrame));
-  });
+    return { next };
+  };
 }

@@ -8,7 +8,7 @@ import { asyncScheduler, type OperatorFunction, type SchedulerLike } from "rxjs"
 import { fact, type ProjectionFact } from "../facts.js";
 import { FAILED_STATES, unprocessableFrame } from "../lib/a2a-read.js";
 import type { Translate } from "../lib/interrupts.js";
-import { operate, operatorObserver } from "../lib/operate.js";
+import { stageOperator, type Stage } from "../lib/stage.js";
 import { RunError, type AguiEvent, type RunErrorCode } from "../types.js";
 import type { InterruptEndPart, StatePart, UsageTotalsPart } from "./parts.js";
 
@@ -44,12 +44,16 @@ const identity: Translate = (english) => english;
  * // → fact outcome success, RUN_FINISHED {outcome: {type: "success"}}, complete
  */
 export function mapTerminal<T extends { type: string }>(options: MapTerminalOptions): OperatorFunction<T, Exclude<T, Consumed> | AguiEvent | ProjectionFact> {
+  return stageOperator(mapTerminalStage<T>(options));
+}
+
+/** mapTerminal as a Stage, for fuseStages (projectA2A runs the eight stages fused). */
+export function mapTerminalStage<T extends { type: string }>(options: MapTerminalOptions): Stage<T, Exclude<T, Consumed> | AguiEvent | ProjectionFact> {
   const scheduler = options.scheduler ?? asyncScheduler;
   const translate = options.translate ?? identity;
-  return operate<T, Exclude<T, Consumed> | AguiEvent | ProjectionFact>((source, subscriber) => {
+  return (out) => {
     const { threadId, runId } = options;
     let usage: TokenUsage[] | undefined;
-    let lastState: string | undefined;
     let finished = false;
     const now = () => Math.floor(scheduler.now());
     const withUsage = (event: Record<string, unknown>) => (usage ? { ...event, usage } : event) as AguiEvent;
@@ -57,9 +61,9 @@ export function mapTerminal<T extends { type: string }>(options: MapTerminalOpti
     const finish = (terminal: AguiEvent, ended: ProjectionFact) => {
       if (finished) return;
       finished = true;
-      subscriber.next(ended);
-      subscriber.next(terminal);
-      subscriber.complete();
+      out.next(ended);
+      out.next(terminal);
+      out.complete();
     };
 
     // AG-UI 1.0's RUN_ERROR has no thread or run id; @ag-ui/client strips them with a warning.
@@ -75,12 +79,13 @@ export function mapTerminal<T extends { type: string }>(options: MapTerminalOpti
         fact("outcome", { outcome: "success", endedBy: "kernel" }),
       );
 
-    const fromState = (timestamp: number) => {
-      if (lastState === "completed" || lastState === "input-required") success(timestamp);
-      else if (lastState === "canceled") runError("CANCELLED", ERROR_TEXT.CANCELLED, timestamp, "kernel");
-      // A stream that ends while WORKING (or never states anything) did not finish its turn.
-      else runError("A2A_EXECUTION_FAILED", ERROR_TEXT.A2A_EXECUTION_FAILED, timestamp, "kernel");
+    const fromState = (state: string, timestamp: number) => {
+      if (state === "completed" || state === "input-required") success(timestamp);
+      else if (state === "canceled") runError("CANCELLED", ERROR_TEXT.CANCELLED, timestamp, "kernel");
+      else if (FAILED_STATES.has(state)) runError("A2A_EXECUTION_FAILED", ERROR_TEXT.A2A_EXECUTION_FAILED, timestamp, "kernel");
     };
+    // A stream that ends before a state ended the turn (while WORKING, or stating nothing) did not finish it.
+    const unfinished = () => runError("A2A_EXECUTION_FAILED", ERROR_TEXT.A2A_EXECUTION_FAILED, now(), "kernel");
 
     const next = (item: T) => {
       if (finished) return;
@@ -95,13 +100,9 @@ export function mapTerminal<T extends { type: string }>(options: MapTerminalOpti
             fact("outcome", { outcome: "interrupt", endedBy: "kernel" }),
           );
         case "A2A_STATE":
-          lastState = part.state;
-          if (FAILED_STATES.has(part.state) || part.state === "canceled" || part.state === "completed" || part.state === "input-required") {
-            fromState(part.time);
-          }
-          return;
+          return fromState(part.state, part.time);
       }
-      subscriber.next(item as Exclude<T, Consumed>);
+      out.next(item as Exclude<T, Consumed>);
     };
 
     const fail = (error: unknown) => {
@@ -110,7 +111,7 @@ export function mapTerminal<T extends { type: string }>(options: MapTerminalOpti
     };
 
     if (options.runStarted ?? true) {
-      subscriber.next({
+      out.next({
         type: EventType.RUN_STARTED,
         threadId,
         runId,
@@ -125,7 +126,6 @@ export function mapTerminal<T extends { type: string }>(options: MapTerminalOpti
         fail(unprocessableFrame(thrown));
       }
     };
-    const upstream = source.subscribe(operatorObserver(subscriber, { next: read, error: fail, complete: () => fromState(now()) }));
-    return () => upstream.unsubscribe();
-  });
+    return { next: read, error: fail, complete: unfinished };
+  };
 }

@@ -93,7 +93,7 @@ export interface RequiredInputsPart {
   inputs: RequiredInput[];
 }
 
-/** The frame's task state, normalized (`input-required`, `canceled`, …). Last part of a frame. */
+/** The frame's task state when it ends the turn, normalized (`completed`, `input-required`, `canceled`, `failed`, …). Last part of a frame. */
 export interface StatePart {
   type: "A2A_STATE";
   time: number;

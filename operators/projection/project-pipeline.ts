@@ -9,7 +9,7 @@ import { asyncScheduler, type OperatorFunction, type SchedulerLike } from "rxjs"
 import { fact, type ProjectionFact } from "../facts.js";
 import { unprocessableFrame } from "../lib/a2a-read.js";
 import { canonicalJson, isObject, toCount } from "../lib/json.js";
-import { operate, operatorObserver } from "../lib/operate.js";
+import { stageOperator, type Stage } from "../lib/stage.js";
 import type { AguiEvent, IacCodeSignal, JsonObject } from "../types.js";
 import type { PipelineEnvelopePart, PipelineSnapshotPart, ProjectionPart } from "./parts.js";
 
@@ -36,9 +36,14 @@ const STEP_FINISH_TYPES = new Set(["step_completed", "step_failed", "candidate_s
  * // → fact pipelineCursor 7, STEP_FINISHED deploying, fact openSteps [], IAC_CODE_SIGNAL pipeline
  */
 export function projectPipeline<T extends { type: string }>(options: ProjectPipelineOptions): OperatorFunction<T, Out<T>> {
+  return stageOperator(projectPipelineStage<T>(options), unprocessableFrame);
+}
+
+/** projectPipeline as a Stage, for fuseStages (projectA2A runs the eight stages fused). */
+export function projectPipelineStage<T extends { type: string }>(options: ProjectPipelineOptions): Stage<T, Out<T>> {
   const scheduler = options.scheduler ?? asyncScheduler;
-  return operate<T, Out<T>>((source, subscriber) => {
-    const emit = (item: Out<T>) => subscriber.next(item);
+  return (out) => {
+    const emit = (item: Out<T>) => out.next(item);
     const durableSteps = new Set(options.openSteps ?? []);
     const runSteps = new Set<string>();
     let pipelineRunId = options.pipelineRunId ?? `pipeline-${options.threadId}`;
@@ -131,8 +136,8 @@ export function projectPipeline<T extends { type: string }>(options: ProjectPipe
       if (item.type === "A2A_PIPELINE_SNAPSHOT") return snapshot(item as unknown as PipelineSnapshotPart);
       emit(item as Out<T>);
     };
-    return source.subscribe(operatorObserver(subscriber, { next }, unprocessableFrame));
-  });
+    return { next };
+  };
 }
 
 /**

@@ -8,7 +8,7 @@ import { EventType } from "@ag-ui/core";
 import type { OperatorFunction } from "rxjs";
 import { unprocessableFrame } from "../lib/a2a-read.js";
 import { canonicalJson, isObject } from "../lib/json.js";
-import { operate, operatorObserver } from "../lib/operate.js";
+import { stageOperator, type Stage } from "../lib/stage.js";
 import type { AguiEvent } from "../types.js";
 import type { ReasoningPart, StatusTextPart, TextPart, ToolCallPart, ToolResultPart } from "./parts.js";
 
@@ -34,8 +34,13 @@ const defaultNewId = () => `${Date.now().toString(16)}${(++idCounter).toString(1
  * // A2A_TOOL_CALL {toolUseId: "c", name: "bash", args: "{}"} → TOOL_CALL_START c, TOOL_CALL_ARGS c, TOOL_CALL_END c
  */
 export function projectSpans<T extends { type: string }>(options: ProjectSpansOptions): OperatorFunction<T, Exclude<T, SpanPart> | AguiEvent> {
+  return stageOperator(projectSpansStage<T>(options), unprocessableFrame);
+}
+
+/** projectSpans as a Stage, for fuseStages (projectA2A runs the eight stages fused). */
+export function projectSpansStage<T extends { type: string }>(options: ProjectSpansOptions): Stage<T, Exclude<T, SpanPart> | AguiEvent> {
   const newId = options.newId ?? defaultNewId;
-  return operate<T, Exclude<T, SpanPart> | AguiEvent>((source, subscriber) => {
+  return (out) => {
     const openMessages = new Set<string>();
     const openReasoning = new Set<string>();
     const openTools = new Set<string>();
@@ -43,7 +48,7 @@ export function projectSpans<T extends { type: string }>(options: ProjectSpansOp
     const toolResults = new Set<string>();
     let currentMessage: string | undefined;
     let textShown = false;
-    const emit = (event: object) => subscriber.next(event as AguiEvent);
+    const emit = (event: object) => out.next(event as AguiEvent);
 
     const closeReasoning = (timestamp: number) => {
       if (openReasoning.size === 0) return;
@@ -150,10 +155,10 @@ export function projectSpans<T extends { type: string }>(options: ProjectSpansOp
         case "A2A_TOOL_RESULT":
           return toolResult(part);
       }
-      subscriber.next(item as Exclude<T, SpanPart>);
+      out.next(item as Exclude<T, SpanPart>);
     };
-    return source.subscribe(operatorObserver(subscriber, { next }, unprocessableFrame));
-  });
+    return { next };
+  };
 }
 
 function toolIdOf(value: unknown, newId: () => string): string {

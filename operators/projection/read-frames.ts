@@ -1,15 +1,17 @@
 // Stage 1 of projectA2A: each A2A frame becomes its parts (./parts.ts), in the order the frame's events
 // come out: the frame's ids, the pipeline snapshot and envelopes, thinking, the tool, usage, the artifact,
-// the status text, required inputs, the state. It reads, it decides nothing: what a part means is the
+// the status text, required inputs, a state that ends the turn. It reads, it decides nothing: what a part means is the
 // business of the stage that owns it. Tool progress and artifacts have no AG-UI event of their own and
 // leave as IAC_CODE_SIGNAL for namespaceCustom.
 import { asyncScheduler, type OperatorFunction, type SchedulerLike } from "rxjs";
-import { iacCodeOf, isAgentRole, normalizeState, resultOf, sessionIdOf, taskIdOf, textOfMessage, unprocessableFrame } from "../lib/a2a-read.js";
+import { TERMINAL_STATES, iacCodeOf, isAgentRole, normalizeState, resultOf, sessionIdOf, taskIdOf, textOfMessage, unprocessableFrame } from "../lib/a2a-read.js";
 import { requiredInputs } from "../lib/interrupts.js";
 import { canonicalJson, isObject } from "../lib/json.js";
-import { operate, operatorObserver } from "../lib/operate.js";
+import { stageOperator, type Stage } from "../lib/stage.js";
 import type { A2AMessage, A2AStreamResponse, IacCodeSignal } from "../types.js";
 import type { ProjectionPart } from "./parts.js";
+
+const TURN_ENDING_STATES: ReadonlySet<string> = new Set([...TERMINAL_STATES, "input-required"]);
 
 export interface ReadFramesOptions {
   /** Read the task history's last agent block when a task frame has no status text (default true). */
@@ -26,10 +28,15 @@ export interface ReadFramesOptions {
  * // → { type: "A2A_FRAME", time, taskId: "t1" }, { type: "A2A_STATE", time, state: "completed" }
  */
 export function readFrames(options: ReadFramesOptions = {}): OperatorFunction<A2AStreamResponse, ProjectionPart | IacCodeSignal> {
+  return stageOperator(readFramesStage(options), unprocessableFrame);
+}
+
+/** readFrames as a Stage, for fuseStages (projectA2A runs the eight stages fused). */
+export function readFramesStage(options: ReadFramesOptions = {}): Stage<A2AStreamResponse, ProjectionPart | IacCodeSignal> {
   const scheduler = options.scheduler ?? asyncScheduler;
   const historyFallback = options.historyFallback ?? true;
-  return operate<A2AStreamResponse, ProjectionPart | IacCodeSignal>((source, subscriber) => {
-    const emit = (part: ProjectionPart | IacCodeSignal) => subscriber.next(part);
+  return (out) => {
+    const emit = (part: ProjectionPart | IacCodeSignal) => out.next(part);
     const read = (frame: A2AStreamResponse) => {
       const time = Math.floor(scheduler.now());
       const result = resultOf(frame);
@@ -37,7 +44,8 @@ export function readFrames(options: ReadFramesOptions = {}): OperatorFunction<A2
       const taskId = taskIdOf(frame, result);
       const contextId = typeof result.contextId === "string" && result.contextId !== "" ? result.contextId : undefined;
       const sessionId = sessionIdOf(iac);
-      emit({ type: "A2A_FRAME", time, ...(taskId !== undefined && { taskId }), ...(contextId !== undefined && { contextId }), ...(sessionId !== undefined && { sessionId }) });
+      // One shape for every frame part (absent ids are undefined): the hot path stays monomorphic.
+      emit({ type: "A2A_FRAME", time, taskId, contextId, sessionId });
       if (iac) {
         if (isObject(iac.pipelineSnapshot)) emit({ type: "A2A_PIPELINE_SNAPSHOT", time, snapshot: iac.pipelineSnapshot });
         const batch = iac.pipelineBatch;
@@ -76,23 +84,17 @@ export function readFrames(options: ReadFramesOptions = {}): OperatorFunction<A2
       const final = iac !== undefined && isObject(iac.assistantFinal) && iac.assistantFinal.complete === true;
       const history = delta === "" && historyFallback && "task" in frame ? lastAgentBlock(result.history) : undefined;
       if (delta !== "" || (history !== undefined && history.text !== "")) {
-        emit({
-          type: "A2A_STATUS_TEXT",
-          time,
-          delta,
-          ...(message?.messageId ? { messageId: message.messageId } : {}),
-          final,
-          ...(history !== undefined && { history }),
-        });
+        emit({ type: "A2A_STATUS_TEXT", time, delta, messageId: message?.messageId || undefined, final, history });
       }
       const inputs = requiredInputs(iac);
       if (inputs.length > 0) emit({ type: "A2A_REQUIRED_INPUTS", time, inputs });
+      // Only a state that ends the turn changes anything: a stream that ends on any other ends unfinished.
       const state = normalizeState(result.status?.state);
-      if (state !== undefined) emit({ type: "A2A_STATE", time, state });
+      if (state !== undefined && TURN_ENDING_STATES.has(state)) emit({ type: "A2A_STATE", time, state });
     };
     // Whatever a frame makes us throw is that frame's fault: a protocol error, never the process's.
-    return source.subscribe(operatorObserver(subscriber, { next: read }, unprocessableFrame));
-  });
+    return { next: read };
+  };
 }
 
 /** Last contiguous block of agent messages in a task history (trailing user messages skipped). */

@@ -5,7 +5,7 @@ import type { TokenUsage } from "@ag-ui/core";
 import type { OperatorFunction } from "rxjs";
 import { unprocessableFrame } from "../lib/a2a-read.js";
 import { addCounts, isObject, toCount } from "../lib/json.js";
-import { operate, operatorObserver } from "../lib/operate.js";
+import { stageOperator, type Stage } from "../lib/stage.js";
 import type { UsagePart, UsageTotalsPart } from "./parts.js";
 
 type Totals = Required<Pick<TokenUsage, "inputTokens" | "outputTokens" | "totalTokens" | "cachedInputTokens">> & TokenUsage;
@@ -20,7 +20,12 @@ type Totals = Required<Pick<TokenUsage, "inputTokens" | "outputTokens" | "totalT
  * // → A2A_USAGE_TOTALS [{model: "m", inputTokens: 3, …}], A2A_USAGE_TOTALS [{model: "m", inputTokens: 5, …}]
  */
 export function totalUsage<T extends { type: string }>(): OperatorFunction<T, Exclude<T, UsagePart> | UsageTotalsPart> {
-  return operate<T, Exclude<T, UsagePart> | UsageTotalsPart>((source, subscriber) => {
+  return stageOperator(totalUsageStage<T>(), unprocessableFrame);
+}
+
+/** totalUsage as a Stage, for fuseStages (projectA2A runs the eight stages fused). */
+export function totalUsageStage<T extends { type: string }>(): Stage<T, Exclude<T, UsagePart> | UsageTotalsPart> {
+  return (out) => {
     const totals = new Map<string, Totals>();
     const add = (u: unknown) => {
       if (!isObject(u)) return;
@@ -43,12 +48,12 @@ export function totalUsage<T extends { type: string }>(): OperatorFunction<T, Ex
         totalTokens: addCounts(entry.totalTokens, toCount(u.totalTokens)),
         cachedInputTokens: addCounts(entry.cachedInputTokens, toCount(u.cachedInputTokens)),
       });
-      subscriber.next({ type: "A2A_USAGE_TOTALS", usage: [...totals.values()] });
+      out.next({ type: "A2A_USAGE_TOTALS", usage: [...totals.values()] });
     };
     const next = (item: T) => {
       if (item.type === "A2A_USAGE") return add((item as unknown as UsagePart).usage);
-      subscriber.next(item as Exclude<T, UsagePart>);
+      out.next(item as Exclude<T, UsagePart>);
     };
-    return source.subscribe(operatorObserver(subscriber, { next }, unprocessableFrame));
-  });
+    return { next };
+  };
 }
