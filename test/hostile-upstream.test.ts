@@ -29,7 +29,13 @@ afterAll(async () => {
 /** The largest thread file: what a hostile frame could push into the state. */
 async function largestStateFile(): Promise<number> {
   const dir = path.join(stateDir, "threads");
-  const sizes = await Promise.all((await readdir(dir)).map(async (name) => (await stat(path.join(dir, name))).size));
+  // A write's temporary file may be renamed between readdir and stat: the renamed file is in the listing too.
+  const sizeOf = (name: string) =>
+    stat(path.join(dir, name)).then(
+      (s) => s.size,
+      (error: NodeJS.ErrnoException) => (error.code === "ENOENT" && name.endsWith(".tmp") ? 0 : Promise.reject(error)),
+    );
+  const sizes = await Promise.all((await readdir(dir)).map(sizeOf));
   return Math.max(0, ...sizes);
 }
 
