@@ -65,8 +65,8 @@ export interface AguiPipelineOptions extends ProjectA2AOptions {
 /**
  * The whole projection: A2A 1.0 stream results in, one complete AG-UI run out (RUN_STARTED … exactly one
  * RUN_FINISHED or RUN_ERROR, every span closed), plus heartbeat markers when enabled. No I/O behind it.
- * Data flows one way: dedupePipeline → projectA2A (readFrames → guardIdentity → projectPipeline →
- * projectSpans → totalUsage → mapInterrupts → mapTerminal → announceSession) → stripResumedText →
+ * Data flows one way: dedupePipeline → projectA2A (readFrames → guardIdentity → mapInterrupts →
+ * projectPipeline → totalUsage → projectSpans → mapTerminal → announceSession) → stripResumedText →
  * namespaceCustom → commitBeforeEmit (where `commit` folds facts and digests) → internal items dropped →
  * balanceSpans → finishCancelled → mergeHeartbeat.
  *

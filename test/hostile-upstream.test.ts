@@ -29,7 +29,7 @@ afterAll(async () => {
 /** The largest thread file: what a hostile frame could push into the state. */
 async function largestStateFile(): Promise<number> {
   const dir = path.join(stateDir, "threads");
-  // A write's temporary file may be renamed between readdir and stat: the renamed file is in the listing too.
+  // A write's temporary file may be renamed between readdir and stat (under load): it has no size left to check.
   const sizeOf = (name: string) =>
     stat(path.join(dir, name)).then(
       (s) => s.size,

@@ -1,4 +1,4 @@
-// Stage 8 of projectA2A: the session announcement. `iac-code.session.v1` tells the client which execution,
+// A stage of projectA2A: the session announcement. `iac-code.session.v1` tells the client which execution,
 // task and iac-code session its run is: once, when the ids are known ("ids", a new turn) or on the first
 // frame ("first-frame", a resume: its first frame means the kernel accepted the answer), and at the latest
 // right before a terminal event the kernel caused. A run ended by an error announces nothing it did not

@@ -1,4 +1,4 @@
-// Stage 2 of projectA2A: the identity guard. A run belongs to one A2A task, one context and one iac-code
+// A stage of projectA2A: the identity guard. A run belongs to one A2A task, one context and one iac-code
 // session; a frame naming another ends the run with A2A_PROTOCOL_ERROR before anything of it is shown.
 // The first task and session ids a frame names are facts (taskId, sessionId), emitted before the frame.
 import type { OperatorFunction } from "rxjs";

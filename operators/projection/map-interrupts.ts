@@ -1,4 +1,4 @@
-// Stage 6 of projectA2A: the interrupt outcome (reference-adapter §6). The first frame that requires an
+// A stage of projectA2A: the interrupt outcome (reference-adapter §6). The first frame that requires an
 // input not answered yet in this execution ends the run: its interrupts (a repeated sighting keeps the
 // object it was announced with) leave as the `interrupts` fact, each with its required input, then as the
 // part mapTerminal turns into RUN_FINISHED `outcome: interrupt`. An input of another task or context is a

@@ -1,4 +1,4 @@
-// Stage 7 of projectA2A: the run's lifecycle. RUN_STARTED on subscribe; then exactly one terminal event,
+// A stage of projectA2A: the run's lifecycle. RUN_STARTED on subscribe; then exactly one terminal event,
 // with the usage totals so far: RUN_FINISHED for a completed (or input-required) state or an interrupt,
 // RUN_ERROR for a canceled or failed state, for a stream that ends before its turn did, and for an error
 // (a RunError keeps its code; anything else is A2A_UNAVAILABLE). The `outcome` fact comes right before it.

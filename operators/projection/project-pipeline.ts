@@ -1,4 +1,4 @@
-// Stage 3 of projectA2A: pipeline envelopes and steps (reference-adapter §5, pipeline mode). An envelope's
+// A stage of projectA2A: pipeline envelopes and steps (reference-adapter §5, pipeline mode). An envelope's
 // text, thinking, tools and usage become parts for the span and usage stages, in pipeline message ids; its
 // step lifecycle becomes STEP_STARTED/STEP_FINISHED; the envelope itself leaves as a `pipeline` signal
 // (namespaceCustom keeps the documented types). Steps still open from the previous run are reopened on

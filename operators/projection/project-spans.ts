@@ -1,4 +1,4 @@
-// Stage 4 of projectA2A: text, reasoning and tool-call spans. Text opens a message and continues it (status
+// A stage of projectA2A: text, reasoning and tool-call spans. Text opens a message and continues it (status
 // text continues the current message and ends the one before; pipeline text is keyed by its message id, so
 // several stay open); reasoning closes when text comes; a tool call starts once, its input completes once,
 // its result ends it. A status text that repeats the whole answer after it was streamed is dropped; a task

@@ -1,4 +1,4 @@
-// Stage 1 of projectA2A: each A2A frame becomes its parts (./parts.ts), in the order the frame's events
+// A stage of projectA2A: each A2A frame becomes its parts (./parts.ts), in the order the frame's events
 // come out: the frame's ids, the pipeline snapshot and envelopes, thinking, the tool, usage, the artifact,
 // the status text, required inputs, a state that ends the turn. It reads, it decides nothing: what a part means is the
 // business of the stage that owns it. Tool progress and artifacts have no AG-UI event of their own and

@@ -1,4 +1,4 @@
-// Stage 5 of projectA2A: token usage. Every usage report adds to the run's totals, one entry per provider
+// A stage of projectA2A: token usage. Every usage report adds to the run's totals, one entry per provider
 // and model; after each, the totals so far travel on for mapTerminal to put on the terminal event. The
 // sums saturate: a kernel reporting 1e308 tokens twice must not turn usage into Infinity (null on the wire).
 import type { TokenUsage } from "@ag-ui/core";
