@@ -7,6 +7,7 @@ import type { OperatorFunction } from "rxjs";
 import { operate, operatorObserver } from "./lib/operate.js";
 import { SpanLedger } from "./lib/span-ledger.js";
 import { RunError, type AguiEvent } from "./types.js";
+import { OPERATOR_TEXTS } from "./messages.js";
 
 /**
  * Ends every open span before the run's one terminal event, then completes.
@@ -43,7 +44,7 @@ export function balanceSpans<T extends { type: string }>(): OperatorFunction<T, 
           const timestamp = Date.now();
           closeAll(timestamp);
           const code = error instanceof RunError ? error.code : "A2A_UNAVAILABLE";
-          const message = error instanceof RunError ? error.message : "The local A2A execution service is unavailable.";
+          const message = error instanceof RunError ? error.message : OPERATOR_TEXTS["a2a.unavailable"];
           subscriber.next({ type: EventType.RUN_ERROR, code, message, timestamp } as AguiEvent);
           subscriber.complete();
         },

@@ -27,6 +27,7 @@ export {
   type ProjectedItem,
   type SessionInfo,
 } from "./project-a2a.js";
+import { OPERATOR_TEXTS } from "./messages.js";
 // The projection's stages, for composing a projection of your own (projectA2A composes all eight, in this order).
 export { readFrames, type ReadFramesOptions } from "./projection/read-frames.js";
 export { guardIdentity, type GuardIdentityOptions } from "./projection/guard-identity.js";
@@ -95,7 +96,7 @@ export function createAguiPipeline(options: AguiPipelineOptions): OperatorFuncti
             return {
               type: EventType.RUN_ERROR,
               code: known ? error.code : "STATE_PERSISTENCE_FAILED",
-              message: translate(known ? error.message : "The execution mapping could not be committed.", options.language),
+              message: translate(known ? error.message : OPERATOR_TEXTS["state.mappingCommitFailed"], options.language),
               timestamp: Math.floor(options.scheduler?.now() ?? Date.now()),
             } as AguiEvent;
           },

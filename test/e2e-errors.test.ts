@@ -7,7 +7,7 @@ import path from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RawA2AServer, RawExchange, RawResponder, ScriptedA2AServer } from "../src/demo/index.js";
-import { translate } from "../src/i18n/index.js";
+import { localize } from "../src/i18n/index.js";
 import {
   expectValidRun,
   openSse,
@@ -284,28 +284,28 @@ describe("localization", () => {
   it("uses Accept-Language (`ja-JP, en;q=0.5` → ja)", async () => {
     const reply = await post(stack.input(), { "Content-Type": "application/json", "Accept-Language": "ja-JP, en;q=0.5" });
     const message = expectRefusal(reply, 401, "UNAUTHORIZED");
-    expect(message).toBe(translate("ja", "A valid bearer token is required."));
+    expect(message).toBe(localize("ja", "A valid bearer token is required."));
     expect(message).toMatch(japanese);
   });
 
   it("weighs q values (`zh;q=0, en;q=0.2, ja;q=1` → ja)", async () => {
     const reply = await post("{bad", { ...JSON_HEADERS, "Accept-Language": "zh;q=0, en;q=0.2, ja;q=1" });
-    expect(expectRefusal(reply, 400, "INVALID_JSON")).toBe(translate("ja", "The request body is not valid JSON."));
+    expect(expectRefusal(reply, 400, "INVALID_JSON")).toBe(localize("ja", "The request body is not valid JSON."));
   });
 
   it("preferredLanguage in the body beats Accept-Language, even for an envelope error", async () => {
     const input: Record<string, unknown> = { ...stack.input({ iacCode: { preferredLanguage: "de" } }) };
     delete input["threadId"];
     const message = expectRefusal(await post(input, { ...JSON_HEADERS, "Accept-Language": "fr" }), 400, "INVALID_INPUT");
-    expect(message.startsWith(translate("de", "Invalid AG-UI RunAgentInput envelope."))).toBe(true);
-    expect(translate("de", "Invalid AG-UI RunAgentInput envelope.")).not.toBe("Invalid AG-UI RunAgentInput envelope.");
+    expect(message.startsWith(localize("de", "Invalid AG-UI RunAgentInput envelope."))).toBe(true);
+    expect(localize("de", "Invalid AG-UI RunAgentInput envelope.")).not.toBe("Invalid AG-UI RunAgentInput envelope.");
     expect(message).toContain("threadId");
   });
 
   it("the body's language cannot apply before the body is read (401 stays in the header's language)", async () => {
     const body = stack.input({ iacCode: { preferredLanguage: "de" } });
     const reply = await post(body, { "Content-Type": "application/json", "Accept-Language": "fr", Authorization: "Bearer nope" });
-    expect(expectRefusal(reply, 401, "UNAUTHORIZED")).toBe(translate("fr", "A valid bearer token is required."));
+    expect(expectRefusal(reply, 401, "UNAUTHORIZED")).toBe(localize("fr", "A valid bearer token is required."));
   });
 
   it("an unsupported language falls back to English", async () => {

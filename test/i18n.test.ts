@@ -1,13 +1,19 @@
 import { describe, expect, it } from "vitest";
 import {
-  CATALOG_KEYS,
+  CATALOG_TEXTS,
   SUPPORTED_LANGUAGES,
   isKnownMessage,
   normalizeLanguage,
   resolveAcceptLanguage,
+  MESSAGE_KEYS,
+  localize,
+  messageText,
   translate,
   type Language,
+  type MessageKey,
 } from "../src/i18n/index.js";
+import { CATALOG } from "../src/i18n/catalog.js";
+import { OPERATOR_TEXTS } from "../operators/messages.js";
 
 const TARGETS = SUPPORTED_LANGUAGES.filter((l): l is Exclude<Language, "en"> => l !== "en");
 
@@ -109,14 +115,14 @@ describe("catalog", () => {
   it("contains every required English text", () => {
     const missing = REQUIRED_TEXTS.filter((text) => !isKnownMessage(text));
     expect(missing).toEqual([]);
-    expect(new Set(CATALOG_KEYS).size).toBe(CATALOG_KEYS.length);
+    expect(new Set(CATALOG_TEXTS).size).toBe(CATALOG_TEXTS.length);
   });
 
   it("has a non-empty translation in all six non-English languages for every key", () => {
     const gaps: string[] = [];
-    for (const key of CATALOG_KEYS) {
+    for (const key of CATALOG_TEXTS) {
       for (const lang of TARGETS) {
-        const text = translate(lang, key);
+        const text = localize(lang, key);
         if (text.trim() === "") gaps.push(`${lang}: ${key}`);
       }
     }
@@ -125,43 +131,87 @@ describe("catalog", () => {
 
   it("is really translated, not English copies", () => {
     for (const lang of TARGETS) {
-      const untranslated = CATALOG_KEYS.filter((key) => translate(lang, key) === key);
+      const untranslated = CATALOG_TEXTS.filter((key) => localize(lang, key) === key);
       // Every current text has a distinct translation; allow a little room for short product-term texts.
       expect(untranslated.length, `${lang}: ${untranslated.join(" | ")}`).toBeLessThanOrEqual(2);
     }
     // Languages must not simply share one translation either.
     const sample = "The execution was cancelled.";
-    expect(new Set(TARGETS.map((lang) => translate(lang, sample))).size).toBe(TARGETS.length);
+    expect(new Set(TARGETS.map((lang) => localize(lang, sample))).size).toBe(TARGETS.length);
   });
 
   it("keeps product terms and field names untranslated", () => {
     for (const lang of TARGETS) {
-      expect(translate(lang, "The AG-UI run id has already been used.")).toContain("AG-UI");
-      expect(translate(lang, "threadId and rosInvocationId are required.")).toMatch(/threadId.*rosInvocationId/);
-      expect(translate(lang, "Content-Type must be application/json.")).toContain("application/json");
-      expect(translate(lang, "The iac-code workspace is invalid.")).toContain("iac-code");
-      expect(translate(lang, "The A2A execution failed.")).toContain("A2A");
+      expect(localize(lang, "The AG-UI run id has already been used.")).toContain("AG-UI");
+      expect(localize(lang, "threadId and rosInvocationId are required.")).toMatch(/threadId.*rosInvocationId/);
+      expect(localize(lang, "Content-Type must be application/json.")).toContain("application/json");
+      expect(localize(lang, "The iac-code workspace is invalid.")).toContain("iac-code");
+      expect(localize(lang, "The A2A execution failed.")).toContain("A2A");
     }
   });
 
   it("uses the catalog text for each language", () => {
-    expect(translate("de", "Unknown field.")).toBe("Unbekanntes Feld.");
-    expect(translate("ja", "Input required")).toBe("入力が必要です");
-    expect(translate("zh", "The execution was cancelled.")).toBe("执行已取消。");
-    expect(translate("en", "Unknown field.")).toBe("Unknown field.");
+    expect(localize("de", "Unknown field.")).toBe("Unbekanntes Feld.");
+    expect(localize("ja", "Input required")).toBe("入力が必要です");
+    expect(localize("zh", "The execution was cancelled.")).toBe("执行已取消。");
+    expect(localize("en", "Unknown field.")).toBe("Unknown field.");
   });
 
   it("passes unknown text through untranslated", () => {
     const upstream = "Traceback: KeyError 'foo' in worker 3";
-    for (const lang of SUPPORTED_LANGUAGES) expect(translate(lang, upstream)).toBe(upstream);
+    for (const lang of SUPPORTED_LANGUAGES) expect(localize(lang, upstream)).toBe(upstream);
     expect(isKnownMessage(upstream)).toBe(false);
     // Near misses are not matched: the key is the exact English text.
-    expect(translate("fr", "Unknown field")).toBe("Unknown field");
-    expect(translate("fr", "unknown field.")).toBe("unknown field.");
+    expect(localize("fr", "Unknown field")).toBe("Unknown field");
+    expect(localize("fr", "unknown field.")).toBe("unknown field.");
     // Object prototype names are not catalog entries.
-    expect(translate("es", "constructor")).toBe("constructor");
-    expect(translate("es", "__proto__")).toBe("__proto__");
+    expect(localize("es", "constructor")).toBe("constructor");
+    expect(localize("es", "__proto__")).toBe("__proto__");
     expect(isKnownMessage("toString")).toBe(false);
+  });
+});
+
+describe("message keys", () => {
+  it("are identifiers, and every key has a non-empty text in every supported language", () => {
+    expect(MESSAGE_KEYS.length).toBeGreaterThan(80);
+    const gaps: string[] = [];
+    for (const key of MESSAGE_KEYS) {
+      expect(key, "a key names a message, it is not its English text").toMatch(/^[a-z][a-zA-Z0-9]*\.[a-z][a-zA-Z0-9]*$/);
+      const entry: Readonly<Record<string, string>> = CATALOG[key];
+      expect(Object.keys(entry).sort(), key).toEqual([...SUPPORTED_LANGUAGES].sort());
+      for (const lang of SUPPORTED_LANGUAGES) if ((entry[lang] ?? "").trim() === "") gaps.push(`${lang}: ${key}`);
+    }
+    expect(gaps).toEqual([]);
+  });
+
+  it("gives each key its own English text, so an error's text localizes back to exactly one entry", () => {
+    const texts = MESSAGE_KEYS.map((key) => messageText(key));
+    expect(new Set(texts).size).toBe(texts.length);
+    expect(CATALOG_TEXTS).toEqual(texts);
+  });
+
+  it("translates by key and localizes the same message by its English text", () => {
+    expect(translate("de", "field.unknown")).toBe("Unbekanntes Feld.");
+    expect(translate("en", "field.unknown")).toBe("Unknown field.");
+    expect(messageText("a2a.unavailable")).toBe("The local A2A execution service is unavailable.");
+    for (const key of MESSAGE_KEYS) {
+      for (const lang of SUPPORTED_LANGUAGES) expect(localize(lang, messageText(key))).toBe(translate(lang, key));
+    }
+  });
+
+  it("rejects a misspelt key at typecheck", () => {
+    // @ts-expect-error "a2a.unavailabel" is not a MessageKey: tsc fails if this line ever compiles.
+    const typo: MessageKey = "a2a.unavailabel";
+    expect(MESSAGE_KEYS).not.toContain(typo);
+  });
+
+  it("covers every English text the operators emit, under the same key", () => {
+    // Typed: an operator key that is not a catalog key fails typecheck here.
+    const keys: readonly MessageKey[] = Object.keys(OPERATOR_TEXTS) as (keyof typeof OPERATOR_TEXTS)[];
+    for (const key of keys) {
+      expect(MESSAGE_KEYS, key).toContain(key);
+      expect(messageText(key), key).toBe(OPERATOR_TEXTS[key as keyof typeof OPERATOR_TEXTS]);
+    }
   });
 });
 

@@ -1,6 +1,7 @@
 // Read-only accessors over A2A stream results, shared by the projection and the run layer.
 import { RunError, type A2AMessage, type A2AStreamResponse, type A2ATask, type A2ATaskStatus, type JsonObject } from "../types.js";
 import { isObject } from "./json.js";
+import { OPERATOR_TEXTS } from "../messages.js";
 
 export type A2AResult = A2ATask & { taskId?: string; artifact?: unknown; status?: A2ATaskStatus };
 
@@ -72,5 +73,5 @@ export function textOfMessage(message: A2AMessage | undefined): string {
 /** What a stage threw while reading a frame: the frame was not one the gateway can process. */
 export function unprocessableFrame(thrown: unknown): RunError {
   if (thrown instanceof RunError) return thrown;
-  return new RunError("A2A_PROTOCOL_ERROR", "The A2A stream contained an invalid frame.");
+  return new RunError("A2A_PROTOCOL_ERROR", OPERATOR_TEXTS["a2a.invalidFrame"]);
 }

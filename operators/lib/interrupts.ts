@@ -2,6 +2,7 @@
 // (reference-adapter §6). Pure: the caller supplies the clock and the translator.
 import type { Interrupt } from "@ag-ui/core";
 import { canonicalJson, isObject } from "./json.js";
+import { OPERATOR_TEXTS } from "../messages.js";
 
 /** The only input fields that are kept, persisted and shown to clients; anything else A2A sends is dropped. */
 export const PERSISTED_INPUT_KEYS: ReadonlySet<string> = new Set([
@@ -20,6 +21,7 @@ export interface RequiredInput {
   sideband: boolean;
 }
 
+/** Localizes one of the operators' English texts (OPERATOR_TEXTS, or a RunError's message); unknown text stays as is. */
 export type Translate = (english: string, language?: string) => string;
 
 /** Required inputs of one frame's iac_code metadata, allowlist-filtered, deduplicated, in order. */
@@ -183,9 +185,9 @@ function interruptMessage(value: InputValue, translate: Translate): string {
   const prompt = typeof value.prompt === "string" && value.prompt !== "" ? value.prompt : undefined;
   if (value.kind === "permission") {
     const title = typeof value.title === "string" && value.title !== "" ? value.title : undefined;
-    return prompt ?? title ?? translate("Permission required", language);
+    return prompt ?? title ?? translate(OPERATOR_TEXTS["interrupt.permissionRequired"], language);
   }
-  const head = prompt ?? translate("Input required", language);
+  const head = prompt ?? translate(OPERATOR_TEXTS["interrupt.inputRequired"], language);
   if (value.kind === "cloud_resource_selection") return head;
   const options = standardOptions(value.options);
   return options.length === 0 ? head : [head, ...options.map((o) => `- ${o.id}: ${o.title}`)].join("\n");

@@ -6,6 +6,7 @@ import { fact, type ProjectionFact } from "../facts.js";
 import { unprocessableFrame } from "../lib/a2a-read.js";
 import { stageOperator, type Stage } from "../lib/stage.js";
 import { RunError } from "../types.js";
+import { OPERATOR_TEXTS } from "../messages.js";
 
 export interface GuardIdentityOptions {
   /** The thread's A2A context; a frame naming another context ends the run. */
@@ -40,18 +41,18 @@ export function guardIdentityStage<T extends { type: string }>(options: GuardIde
           taskId = frame.taskId;
           out.next(fact("taskId", { taskId }));
         } else if (frame.taskId !== taskId) {
-          throw new RunError("A2A_PROTOCOL_ERROR", "The A2A task identity changed unexpectedly.");
+          throw new RunError("A2A_PROTOCOL_ERROR", OPERATOR_TEXTS["a2a.taskChanged"]);
         }
       }
       if (options.contextId !== undefined && frame.contextId !== undefined && frame.contextId !== options.contextId) {
-        throw new RunError("A2A_PROTOCOL_ERROR", "The A2A context identity changed unexpectedly.");
+        throw new RunError("A2A_PROTOCOL_ERROR", OPERATOR_TEXTS["a2a.contextChanged"]);
       }
       if (frame.sessionId !== undefined) {
         if (sessionId === undefined) {
           sessionId = frame.sessionId;
           out.next(fact("sessionId", { sessionId }));
         } else if (frame.sessionId !== sessionId) {
-          throw new RunError("A2A_PROTOCOL_ERROR", "The iac-code session identity changed unexpectedly.");
+          throw new RunError("A2A_PROTOCOL_ERROR", OPERATOR_TEXTS["a2a.sessionChanged"]);
         }
       }
       out.next(item);

@@ -11,6 +11,7 @@ import { buildInterrupt, type Translate } from "../lib/interrupts.js";
 import { stageOperator, type Stage } from "../lib/stage.js";
 import { RunError } from "../types.js";
 import type { InterruptEndPart, RequiredInputsPart } from "./parts.js";
+import { OPERATOR_TEXTS } from "../messages.js";
 
 export interface MapInterruptsOptions {
   contextId?: string;
@@ -59,11 +60,11 @@ export function mapInterruptsStage<T extends { type: string }>(
       for (const input of open) {
         const requestTask = input.value.requestTaskId;
         if (typeof requestTask === "string" && taskId !== undefined && requestTask !== taskId) {
-          throw new RunError("A2A_PROTOCOL_ERROR", "An interrupt belongs to another A2A task.");
+          throw new RunError("A2A_PROTOCOL_ERROR", OPERATOR_TEXTS["a2a.interruptOtherTask"]);
         }
         const context = input.value.contextId;
         if (typeof context === "string" && options.contextId !== undefined && context !== options.contextId) {
-          throw new RunError("A2A_PROTOCOL_ERROR", "An interrupt belongs to another A2A context.");
+          throw new RunError("A2A_PROTOCOL_ERROR", OPERATOR_TEXTS["a2a.interruptOtherContext"]);
         }
       }
       const ttl = options.interruptTtlMs ?? 0;

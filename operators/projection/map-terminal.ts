@@ -11,6 +11,7 @@ import type { Translate } from "../lib/interrupts.js";
 import { stageOperator, type Stage } from "../lib/stage.js";
 import { RunError, type AguiEvent, type RunErrorCode } from "../types.js";
 import type { InterruptEndPart, StatePart, UsageTotalsPart } from "./parts.js";
+import { OPERATOR_TEXTS } from "../messages.js";
 
 export interface MapTerminalOptions {
   threadId: string;
@@ -27,9 +28,9 @@ export interface MapTerminalOptions {
 type Consumed = StatePart | InterruptEndPart | UsageTotalsPart;
 
 const ERROR_TEXT: Record<"CANCELLED" | "A2A_EXECUTION_FAILED" | "A2A_UNAVAILABLE", string> = {
-  CANCELLED: "The execution was cancelled.",
-  A2A_EXECUTION_FAILED: "The A2A execution failed.",
-  A2A_UNAVAILABLE: "The local A2A execution service is unavailable.",
+  CANCELLED: OPERATOR_TEXTS["run.cancelled"],
+  A2A_EXECUTION_FAILED: OPERATOR_TEXTS["a2a.executionFailed"],
+  A2A_UNAVAILABLE: OPERATOR_TEXTS["a2a.unavailable"],
 };
 
 const identity: Translate = (english) => english;

@@ -2,6 +2,7 @@
 // A2A_PROTOCOL_ERROR (the kernel said something we cannot read, built by `invalidFrame` in frames.ts).
 import { RunError } from "../../operators/types.js";
 import { invalidFrame, isPlainObject } from "./frames.js";
+import { messageText } from "../i18n/index.js";
 
 /** A JSON-RPC error object from the kernel (e.g. -32001 task not found, -32602 invalid params). */
 export class A2AJsonRpcError extends Error {
@@ -16,7 +17,7 @@ export class A2AJsonRpcError extends Error {
 }
 
 export function a2aUnavailable(): RunError {
-  return new RunError("A2A_UNAVAILABLE", "The local A2A execution service is unavailable.");
+  return new RunError("A2A_UNAVAILABLE", messageText("a2a.unavailable"));
 }
 
 /** The `error` member of a JSON-RPC envelope; an envelope without a well-formed one is a protocol error. */

@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { RunError, type A2AStreamResponse, type A2ATask } from "../../operators/types.js";
 import { assertIdLimits, assertInputLimits } from "./limits.js";
+import { messageText } from "../i18n/index.js";
 
 const jsonObject = z.looseObject({});
 const optionalString = z.string().optional();
@@ -72,7 +73,7 @@ type StreamKey = keyof typeof streamPayloads;
 const STREAM_KEYS = Object.keys(streamPayloads) as StreamKey[];
 
 export function invalidFrame(): RunError {
-  return new RunError("A2A_PROTOCOL_ERROR", "The A2A stream contained an invalid frame.");
+  return new RunError("A2A_PROTOCOL_ERROR", messageText("a2a.invalidFrame"));
 }
 
 /**

@@ -5,6 +5,7 @@ import { RunError } from "../../operators/types.js";
 import { isSuccess, parseJson, readText, tryParseJson } from "./bodies.js";
 import { a2aUnavailable, classify } from "./errors.js";
 import { invalidFrame, isPlainObject } from "./frames.js";
+import { messageText } from "../i18n/index.js";
 
 /** What a route call borrows from the client. */
 export interface RestTransport {
@@ -48,7 +49,7 @@ export async function requestSessionRestore(
   if (reply.status === 409) {
     const error = isPlainObject(reply.json) ? reply.json.error : undefined;
     if (isPlainObject(error) && error.code === "SESSION_BACKUP_NOT_READY" && error.retryable === true) {
-      throw new RunError("SESSION_BACKUP_NOT_READY", "Session backup is still synchronizing. Retry after 3 seconds.");
+      throw new RunError("SESSION_BACKUP_NOT_READY", messageText("a2a.sessionBackupNotReady"));
     }
     throw a2aUnavailable();
   }

@@ -4,6 +4,7 @@
 // inputs a frame asks for, which are amplified (a JSON schema and a message line per option) into the
 // RUN_FINISHED that announces them and copied into the thread's state file.
 import { RunError } from "../../operators/types.js";
+import { messageText } from "../i18n/index.js";
 
 export const UPSTREAM_LIMITS = {
   /** Nesting of any upstream JSON document (JSON-RPC envelope included), as on the request side. */
@@ -27,7 +28,7 @@ export const UPSTREAM_LIMITS = {
 } as const;
 
 export function oversizedFrame(): RunError {
-  return new RunError("A2A_PROTOCOL_ERROR", "The A2A stream contained an invalid frame.");
+  return new RunError("A2A_PROTOCOL_ERROR", messageText("a2a.invalidFrame"));
 }
 
 /** True when `value` nests deeper than `limit` objects/arrays. Recursion is bounded by `limit` itself. */

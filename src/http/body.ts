@@ -7,6 +7,7 @@
 // that has not arrived by its deadline is cut with 408.
 import type { IncomingMessage } from "node:http";
 import { HttpError } from "./errors.js";
+import { messageText } from "../i18n/index.js";
 
 export interface BodyTexts {
   tooLarge: string;
@@ -15,15 +16,15 @@ export interface BodyTexts {
 }
 
 export const RUN_BODY: BodyTexts = {
-  tooLarge: "The AG-UI request body is too large.",
-  invalidJson: "The request body is not valid JSON.",
-  notObject: "RunAgentInput must be a JSON object.",
+  tooLarge: messageText("http.bodyTooLarge"),
+  invalidJson: messageText("http.bodyNotJson"),
+  notObject: messageText("input.notObject"),
 };
 
 export const CANCEL_BODY: BodyTexts = {
-  tooLarge: "The cancel request body is too large.",
-  invalidJson: "The cancel request body is not valid JSON.",
-  notObject: "The cancel request must be a JSON object.",
+  tooLarge: messageText("http.cancelBodyTooLarge"),
+  invalidJson: messageText("http.cancelBodyNotJson"),
+  notObject: messageText("cancel.notObject"),
 };
 
 /** Bytes of a refused body read and discarded so its client can read the answer; beyond it the socket is closed. */
@@ -81,8 +82,8 @@ export interface BodyReadOptions {
 }
 
 export const bodyErrors = {
-  busy: () => new HttpError(503, "SERVER_BUSY", "The gateway is receiving too many request bodies. Retry shortly."),
-  timeout: () => new HttpError(408, "REQUEST_TIMEOUT", "The request body did not arrive in time."),
+  busy: () => new HttpError(503, "SERVER_BUSY", messageText("http.tooManyBodies")),
+  timeout: () => new HttpError(408, "REQUEST_TIMEOUT", messageText("http.bodyTimeout")),
 };
 
 export function readBody(req: IncomingMessage, limit: number, texts: BodyTexts, options: BodyReadOptions = {}): Promise<Buffer> {
@@ -205,7 +206,7 @@ export function parseJsonObject(body: Buffer, texts: BodyTexts): Record<string, 
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new HttpError(400, "INVALID_INPUT", texts.notObject);
   }
-  if (depthExceeds(value, MAX_JSON_DEPTH)) throw new HttpError(400, "INVALID_INPUT", "The request body is nested too deeply.");
+  if (depthExceeds(value, MAX_JSON_DEPTH)) throw new HttpError(400, "INVALID_INPUT", messageText("http.bodyTooDeep"));
   return value as Record<string, unknown>;
 }
 

@@ -1,5 +1,5 @@
 // The pre-SSE error envelope {"error":{"code","message"}}: English texts are localized at the edge.
-import { translate, type Language } from "../i18n/index.js";
+import { localize, messageText, type Language } from "../i18n/index.js";
 import type { AdmissionError } from "../runs/errors.js";
 import type { InputError } from "../runs/input.js";
 
@@ -18,10 +18,10 @@ export class HttpError extends Error {
   }
 
   localized(language: Language): string {
-    const head = translate(language, this.english);
+    const head = localize(language, this.english);
     if (!this.detail) return head;
     const values = this.detail.values?.length ? `: ${this.detail.values.join(", ")}` : "";
-    const reason = this.detail.reason === undefined ? values : `: ${translate(language, this.detail.reason)}`;
+    const reason = this.detail.reason === undefined ? values : `: ${localize(language, this.detail.reason)}`;
     return `${head} ${this.detail.field}${reason}`;
   }
 
@@ -47,9 +47,9 @@ export function fromAdmission(error: AdmissionError): HttpError {
 }
 
 export const httpErrors = {
-  unauthorized: () => new HttpError(401, "UNAUTHORIZED", "A valid bearer token is required."),
-  unsupportedMediaType: () => new HttpError(415, "UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json."),
-  notFound: () => new HttpError(404, "NOT_FOUND", "The requested resource was not found."),
-  methodNotAllowed: () => new HttpError(405, "METHOD_NOT_ALLOWED", "The method is not allowed for this resource."),
-  internal: () => new HttpError(500, "INTERNAL_ERROR", "The request could not be processed."),
+  unauthorized: () => new HttpError(401, "UNAUTHORIZED", messageText("http.bearerTokenRequired")),
+  unsupportedMediaType: () => new HttpError(415, "UNSUPPORTED_MEDIA_TYPE", messageText("http.contentTypeJson")),
+  notFound: () => new HttpError(404, "NOT_FOUND", messageText("http.notFound")),
+  methodNotAllowed: () => new HttpError(405, "METHOD_NOT_ALLOWED", messageText("http.methodNotAllowed")),
+  internal: () => new HttpError(500, "INTERNAL_ERROR", messageText("http.internal")),
 };

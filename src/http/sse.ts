@@ -7,6 +7,7 @@ import type { Observable } from "rxjs";
 import type { FlowGate } from "../a2a/index.js";
 import type { AguiEvent, AguiOutput } from "../../operators/index.js";
 import { SpanLedger } from "../../operators/lib/span-ledger.js";
+import { messageText } from "../i18n/index.js";
 
 export const SSE_HEADERS = {
   "Content-Type": "text/event-stream",
@@ -112,7 +113,7 @@ export function writeSse(
         const timestamp = Date.now();
         const closing: AguiEvent[] = [
           ...spans.close(timestamp),
-          { type: "RUN_ERROR", code: "A2A_PROTOCOL_ERROR", message: "The A2A stream contained an invalid frame.", timestamp } as AguiEvent,
+          { type: "RUN_ERROR", code: "A2A_PROTOCOL_ERROR", message: messageText("a2a.invalidFrame"), timestamp } as AguiEvent,
         ];
         for (const event of closing) {
           try {

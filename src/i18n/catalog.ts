@@ -1,16 +1,19 @@
 /**
- * Translations of every user-facing English text the gateway emits (HTTP error envelopes, RUN_ERROR messages,
- * field-level validation reasons, interrupt fallbacks). Keyed by the exact English source text, gettext style,
- * so the English text stays the single source of truth and unknown texts can be recognised and passed through.
- * Product and protocol terms (AG-UI, A2A, iac-code, JSON, field names) are intentionally left untranslated.
+ * Every user-facing text the gateway emits (HTTP error envelopes, RUN_ERROR messages, field-level validation
+ * reasons, interrupt fallbacks), keyed by a stable identifier: code names a message by its key (a typo fails
+ * typecheck), `en` is the source text, and every entry carries every language (the `satisfies` below and
+ * test/i18n.test.ts both check it). Product and protocol terms (AG-UI, A2A, iac-code, JSON, field names) are
+ * intentionally left untranslated.
  */
 
-export type TranslatedLanguage = "zh" | "ja" | "pt" | "es" | "de" | "fr";
-export type Translations = Readonly<Record<TranslatedLanguage, string>>;
+export const LANGUAGES = ["en", "zh", "ja", "pt", "es", "de", "fr"] as const;
+export type CatalogLanguage = (typeof LANGUAGES)[number];
+export type Translations = Readonly<Record<CatalogLanguage, string>>;
 
-export const CATALOG: Readonly<Record<string, Translations>> = {
+export const CATALOG = {
   // ── Before SSE: HTTP JSON envelope on "/" and the cancel route (reference §10.1) ──
-  "A valid bearer token is required.": {
+  "http.bearerTokenRequired": {
+    en: "A valid bearer token is required.",
     zh: "需要有效的 Bearer 令牌。",
     ja: "有効なベアラートークンが必要です。",
     pt: "É necessário um token bearer válido.",
@@ -18,7 +21,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Ein gültiges Bearer-Token ist erforderlich.",
     fr: "Un jeton bearer valide est requis.",
   },
-  "Content-Type must be application/json.": {
+  "http.contentTypeJson": {
+    en: "Content-Type must be application/json.",
     zh: "Content-Type 必须为 application/json。",
     ja: "Content-Type は application/json である必要があります。",
     pt: "O Content-Type deve ser application/json.",
@@ -26,7 +30,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Content-Type muss application/json sein.",
     fr: "Le Content-Type doit être application/json.",
   },
-  "The AG-UI request body is too large.": {
+  "http.bodyTooLarge": {
+    en: "The AG-UI request body is too large.",
     zh: "AG-UI 请求体过大。",
     ja: "AG-UI リクエストの本文が大きすぎます。",
     pt: "O corpo da requisição AG-UI é grande demais.",
@@ -34,7 +39,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Der AG-UI-Anfragetext ist zu groß.",
     fr: "Le corps de la requête AG-UI est trop volumineux.",
   },
-  "The gateway is receiving too many request bodies. Retry shortly.": {
+  "http.tooManyBodies": {
+    en: "The gateway is receiving too many request bodies. Retry shortly.",
     zh: "网关正在接收过多的请求体，请稍后重试。",
     ja: "ゲートウェイが受信中のリクエスト本文が多すぎます。しばらくしてから再試行してください。",
     pt: "O gateway está recebendo corpos de requisição demais. Tente novamente em instantes.",
@@ -42,7 +48,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Das Gateway empfängt zu viele Anfragetexte. Bitte gleich erneut versuchen.",
     fr: "La passerelle reçoit trop de corps de requête. Réessayez dans un instant.",
   },
-  "The request body did not arrive in time.": {
+  "http.bodyTimeout": {
+    en: "The request body did not arrive in time.",
     zh: "请求体未能及时到达。",
     ja: "リクエスト本文が時間内に届きませんでした。",
     pt: "O corpo da requisição não chegou a tempo.",
@@ -50,7 +57,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Der Anfragetext ist nicht rechtzeitig angekommen.",
     fr: "Le corps de la requête n'est pas arrivé à temps.",
   },
-  "The cancel request body is too large.": {
+  "http.cancelBodyTooLarge": {
+    en: "The cancel request body is too large.",
     zh: "取消请求的请求体过大。",
     ja: "キャンセルリクエストの本文が大きすぎます。",
     pt: "O corpo da requisição de cancelamento é grande demais.",
@@ -58,7 +66,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Der Text der Abbruchanfrage ist zu groß.",
     fr: "Le corps de la requête d'annulation est trop volumineux.",
   },
-  "The request body is not valid JSON.": {
+  "http.bodyNotJson": {
+    en: "The request body is not valid JSON.",
     zh: "请求体不是有效的 JSON。",
     ja: "リクエストの本文が有効な JSON ではありません。",
     pt: "O corpo da requisição não é um JSON válido.",
@@ -66,7 +75,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Der Anfragetext ist kein gültiges JSON.",
     fr: "Le corps de la requête n'est pas un JSON valide.",
   },
-  "The cancel request body is not valid JSON.": {
+  "http.cancelBodyNotJson": {
+    en: "The cancel request body is not valid JSON.",
     zh: "取消请求的请求体不是有效的 JSON。",
     ja: "キャンセルリクエストの本文が有効な JSON ではありません。",
     pt: "O corpo da requisição de cancelamento não é um JSON válido.",
@@ -74,7 +84,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Der Text der Abbruchanfrage ist kein gültiges JSON.",
     fr: "Le corps de la requête d'annulation n'est pas un JSON valide.",
   },
-  "RunAgentInput must be a JSON object.": {
+  "input.notObject": {
+    en: "RunAgentInput must be a JSON object.",
     zh: "RunAgentInput 必须是 JSON 对象。",
     ja: "RunAgentInput は JSON オブジェクトである必要があります。",
     pt: "RunAgentInput deve ser um objeto JSON.",
@@ -82,7 +93,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "RunAgentInput muss ein JSON-Objekt sein.",
     fr: "RunAgentInput doit être un objet JSON.",
   },
-  "Invalid AG-UI RunAgentInput envelope.": {
+  "input.invalidEnvelope": {
+    en: "Invalid AG-UI RunAgentInput envelope.",
     zh: "AG-UI RunAgentInput 请求结构无效。",
     ja: "AG-UI RunAgentInput のエンベロープが無効です。",
     pt: "Envelope RunAgentInput do AG-UI inválido.",
@@ -90,7 +102,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die AG-UI-RunAgentInput-Struktur ist ungültig.",
     fr: "Enveloppe RunAgentInput AG-UI invalide.",
   },
-  "Invalid iac-code forwarded properties.": {
+  "input.invalidForwardedProps": {
+    en: "Invalid iac-code forwarded properties.",
     zh: "iac-code 转发属性无效。",
     ja: "iac-code の転送プロパティが無効です。",
     pt: "Propriedades encaminhadas do iac-code inválidas.",
@@ -98,7 +111,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Ungültige weitergeleitete iac-code-Eigenschaften.",
     fr: "Propriétés transmises iac-code invalides.",
   },
-  "The cancel request must be a JSON object.": {
+  "cancel.notObject": {
+    en: "The cancel request must be a JSON object.",
     zh: "取消请求必须是 JSON 对象。",
     ja: "キャンセルリクエストは JSON オブジェクトである必要があります。",
     pt: "A requisição de cancelamento deve ser um objeto JSON.",
@@ -106,7 +120,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die Abbruchanfrage muss ein JSON-Objekt sein.",
     fr: "La requête d'annulation doit être un objet JSON.",
   },
-  "threadId and rosInvocationId are required.": {
+  "cancel.idsRequired": {
+    en: "threadId and rosInvocationId are required.",
     zh: "threadId 和 rosInvocationId 为必填项。",
     ja: "threadId と rosInvocationId は必須です。",
     pt: "threadId e rosInvocationId são obrigatórios.",
@@ -114,7 +129,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "threadId und rosInvocationId sind erforderlich.",
     fr: "threadId et rosInvocationId sont obligatoires.",
   },
-  "The AG-UI adapter state is unavailable.": {
+  "admission.stateUnavailable": {
+    en: "The AG-UI adapter state is unavailable.",
     zh: "AG-UI 适配器状态不可用。",
     ja: "AG-UI アダプターの状態を利用できません。",
     pt: "O estado do adaptador AG-UI está indisponível.",
@@ -122,7 +138,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Der Zustand des AG-UI-Adapters ist nicht verfügbar.",
     fr: "L'état de l'adaptateur AG-UI est indisponible.",
   },
-  "The execution to resume is no longer available.": {
+  "admission.executionLost": {
+    en: "The execution to resume is no longer available.",
     zh: "要恢复的执行已不可用。",
     ja: "再開対象の実行は利用できなくなりました。",
     pt: "A execução a ser retomada não está mais disponível.",
@@ -130,7 +147,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die fortzusetzende Ausführung ist nicht mehr verfügbar.",
     fr: "L'exécution à reprendre n'est plus disponible.",
   },
-  "The resume request does not match the interrupted run.": {
+  "admission.resumeMismatch": {
+    en: "The resume request does not match the interrupted run.",
     zh: "恢复请求与被中断的运行不匹配。",
     ja: "再開リクエストが中断された実行と一致しません。",
     pt: "A requisição de retomada não corresponde à execução interrompida.",
@@ -138,7 +156,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die Fortsetzungsanfrage passt nicht zum unterbrochenen Lauf.",
     fr: "La demande de reprise ne correspond pas à l'exécution interrompue.",
   },
-  "The AG-UI run id has already been used.": {
+  "admission.runIdUsed": {
+    en: "The AG-UI run id has already been used.",
     zh: "该 AG-UI 运行 ID 已被使用。",
     ja: "この AG-UI 実行 ID は既に使用されています。",
     pt: "O ID de execução AG-UI já foi utilizado.",
@@ -146,7 +165,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die AG-UI-Lauf-ID wurde bereits verwendet.",
     fr: "L'identifiant d'exécution AG-UI a déjà été utilisé.",
   },
-  "The AG-UI thread already has an active run.": {
+  "admission.threadBusy": {
+    en: "The AG-UI thread already has an active run.",
     zh: "该 AG-UI 线程已有正在进行的运行。",
     ja: "この AG-UI スレッドには既に実行中の処理があります。",
     pt: "A thread AG-UI já tem uma execução ativa.",
@@ -154,7 +174,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Der AG-UI-Thread hat bereits einen aktiven Lauf.",
     fr: "Le fil AG-UI a déjà une exécution active.",
   },
-  "The AG-UI thread is already bound to another workspace or caller.": {
+  "admission.bindingConflict": {
+    en: "The AG-UI thread is already bound to another workspace or caller.",
     zh: "该 AG-UI 线程已绑定到其他工作区或调用方。",
     ja: "この AG-UI スレッドは既に別のワークスペースまたは呼び出し元にバインドされています。",
     pt: "A thread AG-UI já está vinculada a outro espaço de trabalho ou chamador.",
@@ -162,7 +183,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Der AG-UI-Thread ist bereits an einen anderen Arbeitsbereich oder Aufrufer gebunden.",
     fr: "Le fil AG-UI est déjà lié à un autre espace de travail ou appelant.",
   },
-  "The AG-UI thread is waiting for interrupt responses.": {
+  "admission.resumeRequired": {
+    en: "The AG-UI thread is waiting for interrupt responses.",
     zh: "该 AG-UI 线程正在等待中断响应。",
     ja: "この AG-UI スレッドは割り込みへの応答を待っています。",
     pt: "A thread AG-UI está aguardando respostas de interrupção.",
@@ -170,7 +192,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Der AG-UI-Thread wartet auf Antworten auf Unterbrechungen.",
     fr: "Le fil AG-UI attend des réponses aux interruptions.",
   },
-  "The execution was not found.": {
+  "execution.notFound": {
+    en: "The execution was not found.",
     zh: "未找到该执行。",
     ja: "実行が見つかりませんでした。",
     pt: "A execução não foi encontrada.",
@@ -178,7 +201,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die Ausführung wurde nicht gefunden.",
     fr: "L'exécution est introuvable.",
   },
-  "The requested resource was not found.": {
+  "http.notFound": {
+    en: "The requested resource was not found.",
     zh: "未找到请求的资源。",
     ja: "要求されたリソースが見つかりませんでした。",
     pt: "O recurso solicitado não foi encontrado.",
@@ -186,7 +210,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die angeforderte Ressource wurde nicht gefunden.",
     fr: "La ressource demandée est introuvable.",
   },
-  "The method is not allowed for this resource.": {
+  "http.methodNotAllowed": {
+    en: "The method is not allowed for this resource.",
     zh: "此资源不允许使用该方法。",
     ja: "このリソースではこのメソッドは許可されていません。",
     pt: "O método não é permitido para este recurso.",
@@ -194,7 +219,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die Methode ist für diese Ressource nicht zulässig.",
     fr: "La méthode n'est pas autorisée pour cette ressource.",
   },
-  "The gateway is shutting down.": {
+  "admission.shuttingDown": {
+    en: "The gateway is shutting down.",
     zh: "网关正在关闭。",
     ja: "ゲートウェイはシャットダウン中です。",
     pt: "O gateway está sendo desligado.",
@@ -202,7 +228,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Das Gateway wird heruntergefahren.",
     fr: "La passerelle est en cours d'arrêt.",
   },
-  "The request could not be processed.": {
+  "http.internal": {
+    en: "The request could not be processed.",
     zh: "无法处理该请求。",
     ja: "リクエストを処理できませんでした。",
     pt: "Não foi possível processar a requisição.",
@@ -210,7 +237,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die Anfrage konnte nicht verarbeitet werden.",
     fr: "La requête n'a pas pu être traitée.",
   },
-  "The request body is nested too deeply.": {
+  "http.bodyTooDeep": {
+    en: "The request body is nested too deeply.",
     zh: "请求体的嵌套层级过深。",
     ja: "リクエスト本文の入れ子が深すぎます。",
     pt: "O corpo da requisição tem aninhamento profundo demais.",
@@ -218,7 +246,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Der Anfragetext ist zu tief verschachtelt.",
     fr: "Le corps de la requête est imbriqué trop profondément.",
   },
-  "The observation request is invalid.": {
+  "observe.invalid": {
+    en: "The observation request is invalid.",
     zh: "观察请求无效。",
     ja: "監視リクエストが無効です。",
     pt: "A requisição de observação é inválida.",
@@ -228,7 +257,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
   },
 
   // ── In-stream RUN_ERROR messages (reference §10.2) ──
-  "The A2A task to resume is unavailable.": {
+  "resume.taskUnavailable": {
+    en: "The A2A task to resume is unavailable.",
     zh: "要恢复的 A2A 任务不可用。",
     ja: "再開対象の A2A タスクを利用できません。",
     pt: "A tarefa A2A a ser retomada está indisponível.",
@@ -236,7 +266,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die fortzusetzende A2A-Aufgabe ist nicht verfügbar.",
     fr: "La tâche A2A à reprendre est indisponible.",
   },
-  "The iac-code session to resume is unavailable.": {
+  "resume.sessionUnavailable": {
+    en: "The iac-code session to resume is unavailable.",
     zh: "要恢复的 iac-code 会话不可用。",
     ja: "再開対象の iac-code セッションを利用できません。",
     pt: "A sessão do iac-code a ser retomada está indisponível.",
@@ -244,7 +275,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die fortzusetzende iac-code-Sitzung ist nicht verfügbar.",
     fr: "La session iac-code à reprendre est indisponible.",
   },
-  "The interrupt response has already been applied.": {
+  "resume.alreadyApplied": {
+    en: "The interrupt response has already been applied.",
     zh: "该中断响应已被应用。",
     ja: "この割り込みへの応答は既に適用されています。",
     pt: "A resposta à interrupção já foi aplicada.",
@@ -252,7 +284,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die Antwort auf die Unterbrechung wurde bereits angewendet.",
     fr: "La réponse à l'interruption a déjà été appliquée.",
   },
-  "The resume references an unknown interrupt.": {
+  "resume.unknownInterrupt": {
+    en: "The resume references an unknown interrupt.",
     zh: "恢复请求引用了未知的中断。",
     ja: "再開リクエストが不明な割り込みを参照しています。",
     pt: "A retomada faz referência a uma interrupção desconhecida.",
@@ -260,7 +293,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die Fortsetzung verweist auf eine unbekannte Unterbrechung.",
     fr: "La reprise fait référence à une interruption inconnue.",
   },
-  "The resume contains duplicate interrupt ids.": {
+  "resume.duplicateInterruptIds": {
+    en: "The resume contains duplicate interrupt ids.",
     zh: "恢复请求包含重复的中断 ID。",
     ja: "再開リクエストに重複した割り込み ID が含まれています。",
     pt: "A retomada contém IDs de interrupção duplicados.",
@@ -268,7 +302,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die Fortsetzung enthält doppelte Unterbrechungs-IDs.",
     fr: "La reprise contient des identifiants d'interruption en double.",
   },
-  "The resume must resolve every pending interrupt exactly once.": {
+  "resume.incomplete": {
+    en: "The resume must resolve every pending interrupt exactly once.",
     zh: "恢复请求必须对每个待处理的中断恰好响应一次。",
     ja: "再開リクエストでは、保留中のすべての割り込みにちょうど 1 回ずつ応答する必要があります。",
     pt: "A retomada deve resolver cada interrupção pendente exatamente uma vez.",
@@ -276,7 +311,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die Fortsetzung muss jede ausstehende Unterbrechung genau einmal beantworten.",
     fr: "La reprise doit résoudre chaque interruption en attente exactement une fois.",
   },
-  "A resolved interrupt requires a payload.": {
+  "resume.payloadRequired": {
+    en: "A resolved interrupt requires a payload.",
     zh: "已解决的中断必须提供有效载荷。",
     ja: "解決済みの割り込みにはペイロードが必要です。",
     pt: "Uma interrupção resolvida exige um payload.",
@@ -284,7 +320,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Eine beantwortete Unterbrechung erfordert Nutzdaten.",
     fr: "Une interruption résolue nécessite une charge utile.",
   },
-  "The interrupt response payload is invalid.": {
+  "resume.payloadInvalid": {
+    en: "The interrupt response payload is invalid.",
     zh: "中断响应的有效载荷无效。",
     ja: "割り込み応答のペイロードが無効です。",
     pt: "O payload da resposta à interrupção é inválido.",
@@ -292,7 +329,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die Nutzdaten der Unterbrechungsantwort sind ungültig.",
     fr: "La charge utile de la réponse à l'interruption est invalide.",
   },
-  "The interrupt response does not contain an answer.": {
+  "resume.noAnswer": {
+    en: "The interrupt response does not contain an answer.",
     zh: "中断响应中未包含答复。",
     ja: "割り込み応答に回答が含まれていません。",
     pt: "A resposta à interrupção não contém um valor de resposta.",
@@ -300,7 +338,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die Rückmeldung zur Unterbrechung enthält keine Antwort.",
     fr: "La réponse à l'interruption ne contient aucune valeur de réponse.",
   },
-  "The A2A stream contained an invalid frame.": {
+  "a2a.invalidFrame": {
+    en: "The A2A stream contained an invalid frame.",
     zh: "A2A 流中包含无效的帧。",
     ja: "A2A ストリームに無効なフレームが含まれていました。",
     pt: "O fluxo A2A continha um quadro inválido.",
@@ -308,7 +347,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Der A2A-Stream enthielt einen ungültigen Frame.",
     fr: "Le flux A2A contenait une trame invalide.",
   },
-  "The A2A context identity changed unexpectedly.": {
+  "a2a.contextChanged": {
+    en: "The A2A context identity changed unexpectedly.",
     zh: "A2A 上下文标识意外变更。",
     ja: "A2A コンテキストの ID が予期せず変更されました。",
     pt: "A identidade do contexto A2A mudou inesperadamente.",
@@ -316,7 +356,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die Identität des A2A-Kontexts hat sich unerwartet geändert.",
     fr: "L'identité du contexte A2A a changé de manière inattendue.",
   },
-  "The A2A task identity changed unexpectedly.": {
+  "a2a.taskChanged": {
+    en: "The A2A task identity changed unexpectedly.",
     zh: "A2A 任务标识意外变更。",
     ja: "A2A タスクの ID が予期せず変更されました。",
     pt: "A identidade da tarefa A2A mudou inesperadamente.",
@@ -324,7 +365,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die Identität der A2A-Aufgabe hat sich unerwartet geändert.",
     fr: "L'identité de la tâche A2A a changé de manière inattendue.",
   },
-  "The A2A task identity does not match the interrupted run.": {
+  "a2a.taskMismatch": {
+    en: "The A2A task identity does not match the interrupted run.",
     zh: "A2A 任务标识与被中断的运行不匹配。",
     ja: "A2A タスクの ID が中断された実行と一致しません。",
     pt: "A identidade da tarefa A2A não corresponde à execução interrompida.",
@@ -332,7 +374,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die Identität der A2A-Aufgabe passt nicht zum unterbrochenen Lauf.",
     fr: "L'identité de la tâche A2A ne correspond pas à l'exécution interrompue.",
   },
-  "The iac-code session identity changed unexpectedly.": {
+  "a2a.sessionChanged": {
+    en: "The iac-code session identity changed unexpectedly.",
     zh: "iac-code 会话标识意外变更。",
     ja: "iac-code セッションの ID が予期せず変更されました。",
     pt: "A identidade da sessão do iac-code mudou inesperadamente.",
@@ -340,7 +383,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die Identität der iac-code-Sitzung hat sich unerwartet geändert.",
     fr: "L'identité de la session iac-code a changé de manière inattendue.",
   },
-  "An interrupt belongs to another A2A task.": {
+  "a2a.interruptOtherTask": {
+    en: "An interrupt belongs to another A2A task.",
     zh: "某个中断属于另一个 A2A 任务。",
     ja: "割り込みが別の A2A タスクに属しています。",
     pt: "Uma interrupção pertence a outra tarefa A2A.",
@@ -348,7 +392,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Eine Unterbrechung gehört zu einer anderen A2A-Aufgabe.",
     fr: "Une interruption appartient à une autre tâche A2A.",
   },
-  "An interrupt belongs to another A2A context.": {
+  "a2a.interruptOtherContext": {
+    en: "An interrupt belongs to another A2A context.",
     zh: "某个中断属于另一个 A2A 上下文。",
     ja: "割り込みが別の A2A コンテキストに属しています。",
     pt: "Uma interrupção pertence a outro contexto A2A.",
@@ -356,7 +401,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Eine Unterbrechung gehört zu einem anderen A2A-Kontext.",
     fr: "Une interruption appartient à un autre contexte A2A.",
   },
-  "The A2A interrupt response was not accepted.": {
+  "a2a.interruptResponseRejected": {
+    en: "The A2A interrupt response was not accepted.",
     zh: "A2A 未接受该中断响应。",
     ja: "A2A の割り込み応答が受け入れられませんでした。",
     pt: "A resposta de interrupção A2A não foi aceita.",
@@ -364,7 +410,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die A2A-Unterbrechungsantwort wurde nicht angenommen.",
     fr: "La réponse d'interruption A2A n'a pas été acceptée.",
   },
-  "The execution mapping could not be committed.": {
+  "state.mappingCommitFailed": {
+    en: "The execution mapping could not be committed.",
     zh: "无法提交执行映射。",
     ja: "実行マッピングをコミットできませんでした。",
     pt: "Não foi possível confirmar o mapeamento da execução.",
@@ -372,7 +419,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die Ausführungszuordnung konnte nicht gespeichert werden.",
     fr: "Le mappage de l'exécution n'a pas pu être validé.",
   },
-  "The execution session mapping could not be committed.": {
+  "state.sessionCommitFailed": {
+    en: "The execution session mapping could not be committed.",
     zh: "无法提交执行会话映射。",
     ja: "実行セッションのマッピングをコミットできませんでした。",
     pt: "Não foi possível confirmar o mapeamento da sessão de execução.",
@@ -380,7 +428,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die Zuordnung der Ausführungssitzung konnte nicht gespeichert werden.",
     fr: "Le mappage de la session d'exécution n'a pas pu être validé.",
   },
-  "The interrupted execution state could not be committed.": {
+  "state.interruptCommitFailed": {
+    en: "The interrupted execution state could not be committed.",
     zh: "无法提交被中断执行的状态。",
     ja: "中断された実行の状態をコミットできませんでした。",
     pt: "Não foi possível confirmar o estado da execução interrompida.",
@@ -388,7 +437,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Der Zustand der unterbrochenen Ausführung konnte nicht gespeichert werden.",
     fr: "L'état de l'exécution interrompue n'a pas pu être validé.",
   },
-  "The accepted interrupt response could not be committed.": {
+  "state.answerCommitFailed": {
+    en: "The accepted interrupt response could not be committed.",
     zh: "无法提交已接受的中断响应。",
     ja: "受け入れられた割り込み応答をコミットできませんでした。",
     pt: "Não foi possível confirmar a resposta à interrupção aceita.",
@@ -396,7 +446,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die angenommene Unterbrechungsantwort konnte nicht gespeichert werden.",
     fr: "La réponse à l'interruption acceptée n'a pas pu être validée.",
   },
-  "The local A2A execution service is unavailable.": {
+  "a2a.unavailable": {
+    en: "The local A2A execution service is unavailable.",
     zh: "本地 A2A 执行服务不可用。",
     ja: "ローカルの A2A 実行サービスを利用できません。",
     pt: "O serviço local de execução A2A está indisponível.",
@@ -404,7 +455,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Der lokale A2A-Ausführungsdienst ist nicht verfügbar.",
     fr: "Le service d'exécution A2A local est indisponible.",
   },
-  "The local A2A execution service rejected the interrupt response.": {
+  "a2a.interruptResponseRefused": {
+    en: "The local A2A execution service rejected the interrupt response.",
     zh: "本地 A2A 执行服务拒绝了该中断响应。",
     ja: "ローカルの A2A 実行サービスが割り込み応答を拒否しました。",
     pt: "O serviço local de execução A2A rejeitou a resposta à interrupção.",
@@ -412,7 +464,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Der lokale A2A-Ausführungsdienst hat die Unterbrechungsantwort abgelehnt.",
     fr: "Le service d'exécution A2A local a rejeté la réponse à l'interruption.",
   },
-  "The A2A permission response was not accepted.": {
+  "a2a.permissionResponseRejected": {
+    en: "The A2A permission response was not accepted.",
     zh: "A2A 未接受该权限响应。",
     ja: "A2A の権限応答が受け入れられませんでした。",
     pt: "A resposta de permissão A2A não foi aceita.",
@@ -420,7 +473,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die A2A-Berechtigungsantwort wurde nicht angenommen.",
     fr: "La réponse d'autorisation A2A n'a pas été acceptée.",
   },
-  "The A2A execution failed.": {
+  "a2a.executionFailed": {
+    en: "The A2A execution failed.",
     zh: "A2A 执行失败。",
     ja: "A2A の実行に失敗しました。",
     pt: "A execução A2A falhou.",
@@ -428,7 +482,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die A2A-Ausführung ist fehlgeschlagen.",
     fr: "L'exécution A2A a échoué.",
   },
-  "The execution was cancelled.": {
+  "run.cancelled": {
+    en: "The execution was cancelled.",
     zh: "执行已取消。",
     ja: "実行はキャンセルされました。",
     pt: "A execução foi cancelada.",
@@ -436,7 +491,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die Ausführung wurde abgebrochen.",
     fr: "L'exécution a été annulée.",
   },
-  "The execution was cancelled by the interrupt response.": {
+  "run.cancelledByAnswer": {
+    en: "The execution was cancelled by the interrupt response.",
     zh: "执行已因中断响应而取消。",
     ja: "割り込み応答により実行がキャンセルされました。",
     pt: "A execução foi cancelada pela resposta à interrupção.",
@@ -444,7 +500,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die Ausführung wurde durch die Unterbrechungsantwort abgebrochen.",
     fr: "L'exécution a été annulée par la réponse à l'interruption.",
   },
-  "Session backup is still synchronizing. Retry after 3 seconds.": {
+  "a2a.sessionBackupNotReady": {
+    en: "Session backup is still synchronizing. Retry after 3 seconds.",
     zh: "会话备份仍在同步中，请在 3 秒后重试。",
     ja: "セッションのバックアップはまだ同期中です。3 秒後に再試行してください。",
     pt: "O backup da sessão ainda está sendo sincronizado. Tente novamente após 3 segundos.",
@@ -452,7 +509,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die Sitzungssicherung wird noch synchronisiert. Versuchen Sie es in 3 Sekunden erneut.",
     fr: "La sauvegarde de la session est toujours en cours de synchronisation. Réessayez dans 3 secondes.",
   },
-  "The observed execution failed.": {
+  "observe.failed": {
+    en: "The observed execution failed.",
     zh: "所观察的执行失败。",
     ja: "監視対象の実行が失敗しました。",
     pt: "A execução observada falhou.",
@@ -460,7 +518,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die beobachtete Ausführung ist fehlgeschlagen.",
     fr: "L'exécution observée a échoué.",
   },
-  "The interrupted execution has expired.": {
+  "resume.expired": {
+    en: "The interrupted execution has expired.",
     zh: "被中断的执行已过期。",
     ja: "中断された実行は期限切れになりました。",
     pt: "A execução interrompida expirou.",
@@ -470,7 +529,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
   },
 
   // ── User message content (reference §3.3) ──
-  "A new run requires a user message.": {
+  "content.userMessageRequired": {
+    en: "A new run requires a user message.",
     zh: "新的运行需要一条用户消息。",
     ja: "新しい実行にはユーザーメッセージが必要です。",
     pt: "Uma nova execução requer uma mensagem do usuário.",
@@ -478,7 +538,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Ein neuer Lauf erfordert eine Benutzernachricht.",
     fr: "Une nouvelle exécution nécessite un message utilisateur.",
   },
-  "The user message content is invalid.": {
+  "content.invalid": {
+    en: "The user message content is invalid.",
     zh: "用户消息内容无效。",
     ja: "ユーザーメッセージの内容が無効です。",
     pt: "O conteúdo da mensagem do usuário é inválido.",
@@ -486,7 +547,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Der Inhalt der Benutzernachricht ist ungültig.",
     fr: "Le contenu du message utilisateur est invalide.",
   },
-  "Only text and inline data images are supported.": {
+  "content.unsupportedPart": {
+    en: "Only text and inline data images are supported.",
     zh: "仅支持文本和内联数据图像。",
     ja: "テキストとインラインデータの画像のみサポートされています。",
     pt: "Somente texto e imagens com dados embutidos são suportados.",
@@ -494,7 +556,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Nur Text und Bilder mit eingebetteten Daten werden unterstützt.",
     fr: "Seuls le texte et les images à données intégrées sont pris en charge.",
   },
-  "Remote media URLs are not supported.": {
+  "content.remoteMedia": {
+    en: "Remote media URLs are not supported.",
     zh: "不支持远程媒体 URL。",
     ja: "リモートメディアの URL はサポートされていません。",
     pt: "URLs de mídia remota não são suportadas.",
@@ -502,7 +565,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "URLs zu entfernten Medien werden nicht unterstützt.",
     fr: "Les URL de médias distants ne sont pas prises en charge.",
   },
-  "The image media type is not supported.": {
+  "content.imageMediaType": {
+    en: "The image media type is not supported.",
     zh: "不支持该图像媒体类型。",
     ja: "この画像のメディアタイプはサポートされていません。",
     pt: "O tipo de mídia da imagem não é suportado.",
@@ -510,7 +574,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Der Medientyp des Bildes wird nicht unterstützt.",
     fr: "Le type de média de l'image n'est pas pris en charge.",
   },
-  "The image data is not valid base64.": {
+  "content.imageBase64": {
+    en: "The image data is not valid base64.",
     zh: "图像数据不是有效的 base64。",
     ja: "画像データが有効な base64 ではありません。",
     pt: "Os dados da imagem não estão em base64 válido.",
@@ -518,7 +583,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die Bilddaten sind kein gültiges Base64.",
     fr: "Les données de l'image ne sont pas en base64 valide.",
   },
-  "An image exceeds the maximum size.": {
+  "content.imageTooLarge": {
+    en: "An image exceeds the maximum size.",
     zh: "图像超过了最大大小。",
     ja: "画像が最大サイズを超えています。",
     pt: "Uma imagem excede o tamanho máximo.",
@@ -526,7 +592,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Ein Bild überschreitet die maximale Größe.",
     fr: "Une image dépasse la taille maximale.",
   },
-  "The total image content exceeds the maximum size.": {
+  "content.imagesTooLarge": {
+    en: "The total image content exceeds the maximum size.",
     zh: "图像内容总量超过了最大大小。",
     ja: "画像コンテンツの合計が最大サイズを超えています。",
     pt: "O conteúdo total de imagens excede o tamanho máximo.",
@@ -534,7 +601,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Der gesamte Bildinhalt überschreitet die maximale Größe.",
     fr: "Le contenu total des images dépasse la taille maximale.",
   },
-  "The image data is invalid.": {
+  "content.imageInvalid": {
+    en: "The image data is invalid.",
     zh: "图像数据无效。",
     ja: "画像データが無効です。",
     pt: "Os dados da imagem são inválidos.",
@@ -544,7 +612,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
   },
 
   // ── Workspace (cwd) and tools (reference §3.4, §3.5) ──
-  "The iac-code workspace must be an absolute path.": {
+  "workspace.notAbsolute": {
+    en: "The iac-code workspace must be an absolute path.",
     zh: "iac-code 工作区必须是绝对路径。",
     ja: "iac-code のワークスペースは絶対パスである必要があります。",
     pt: "O espaço de trabalho do iac-code deve ser um caminho absoluto.",
@@ -552,7 +621,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Der iac-code-Arbeitsbereich muss ein absoluter Pfad sein.",
     fr: "L'espace de travail iac-code doit être un chemin absolu.",
   },
-  "The iac-code workspace is invalid.": {
+  "workspace.invalid": {
+    en: "The iac-code workspace is invalid.",
     zh: "iac-code 工作区无效。",
     ja: "iac-code のワークスペースが無効です。",
     pt: "O espaço de trabalho do iac-code é inválido.",
@@ -560,7 +630,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Der iac-code-Arbeitsbereich ist ungültig.",
     fr: "L'espace de travail iac-code est invalide.",
   },
-  "The iac-code workspace is outside the allowed roots.": {
+  "workspace.outsideRoots": {
+    en: "The iac-code workspace is outside the allowed roots.",
     zh: "iac-code 工作区位于允许的根目录之外。",
     ja: "iac-code のワークスペースが許可されたルートの外にあります。",
     pt: "O espaço de trabalho do iac-code está fora das raízes permitidas.",
@@ -568,7 +639,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Der iac-code-Arbeitsbereich liegt außerhalb der zulässigen Stammverzeichnisse.",
     fr: "L'espace de travail iac-code se trouve en dehors des racines autorisées.",
   },
-  "The iac-code workspace is not a directory.": {
+  "workspace.notDirectory": {
+    en: "The iac-code workspace is not a directory.",
     zh: "iac-code 工作区不是目录。",
     ja: "iac-code のワークスペースがディレクトリではありません。",
     pt: "O espaço de trabalho do iac-code não é um diretório.",
@@ -576,7 +648,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Der iac-code-Arbeitsbereich ist kein Verzeichnis.",
     fr: "L'espace de travail iac-code n'est pas un répertoire.",
   },
-  "The iac-code workspace cannot be created.": {
+  "workspace.cannotCreate": {
+    en: "The iac-code workspace cannot be created.",
     zh: "无法创建 iac-code 工作区。",
     ja: "iac-code のワークスペースを作成できません。",
     pt: "Não é possível criar o espaço de trabalho do iac-code.",
@@ -584,7 +657,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Der iac-code-Arbeitsbereich kann nicht erstellt werden.",
     fr: "Impossible de créer l'espace de travail iac-code.",
   },
-  "Client-defined tools are not supported.": {
+  "input.clientToolsUnsupported": {
+    en: "Client-defined tools are not supported.",
     zh: "不支持客户端定义的工具。",
     ja: "クライアント定義のツールはサポートされていません。",
     pt: "Ferramentas definidas pelo cliente não são suportadas.",
@@ -594,7 +668,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
   },
 
   // ── Field-level reasons, appended after a field path in INVALID_INPUT messages ──
-  "Unknown field.": {
+  "field.unknown": {
+    en: "Unknown field.",
     zh: "未知字段。",
     ja: "不明なフィールドです。",
     pt: "Campo desconhecido.",
@@ -602,7 +677,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Unbekanntes Feld.",
     fr: "Champ inconnu.",
   },
-  "Required field is missing.": {
+  "field.missing": {
+    en: "Required field is missing.",
     zh: "缺少必填字段。",
     ja: "必須フィールドがありません。",
     pt: "Campo obrigatório ausente.",
@@ -610,7 +686,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Pflichtfeld fehlt.",
     fr: "Champ obligatoire manquant.",
   },
-  "Expected a string.": {
+  "field.string": {
+    en: "Expected a string.",
     zh: "应为字符串。",
     ja: "文字列である必要があります。",
     pt: "Esperava-se uma string.",
@@ -618,7 +695,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Zeichenkette erwartet.",
     fr: "Chaîne de caractères attendue.",
   },
-  "Expected a non-empty string.": {
+  "field.nonEmptyString": {
+    en: "Expected a non-empty string.",
     zh: "应为非空字符串。",
     ja: "空でない文字列である必要があります。",
     pt: "Esperava-se uma string não vazia.",
@@ -626,7 +704,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Nicht leere Zeichenkette erwartet.",
     fr: "Chaîne de caractères non vide attendue.",
   },
-  "Expected a boolean.": {
+  "field.boolean": {
+    en: "Expected a boolean.",
     zh: "应为布尔值。",
     ja: "真偽値である必要があります。",
     pt: "Esperava-se um booleano.",
@@ -634,7 +713,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Boolescher Wert erwartet.",
     fr: "Booléen attendu.",
   },
-  "Expected an integer.": {
+  "field.integer": {
+    en: "Expected an integer.",
     zh: "应为整数。",
     ja: "整数である必要があります。",
     pt: "Esperava-se um número inteiro.",
@@ -642,7 +722,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Ganzzahl erwartet.",
     fr: "Entier attendu.",
   },
-  "Expected a positive integer.": {
+  "field.positiveInteger": {
+    en: "Expected a positive integer.",
     zh: "应为正整数。",
     ja: "正の整数である必要があります。",
     pt: "Esperava-se um número inteiro positivo.",
@@ -650,7 +731,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Positive Ganzzahl erwartet.",
     fr: "Entier positif attendu.",
   },
-  "Expected an object.": {
+  "field.object": {
+    en: "Expected an object.",
     zh: "应为对象。",
     ja: "オブジェクトである必要があります。",
     pt: "Esperava-se um objeto.",
@@ -658,7 +740,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Objekt erwartet.",
     fr: "Objet attendu.",
   },
-  "Expected an array.": {
+  "field.array": {
+    en: "Expected an array.",
     zh: "应为数组。",
     ja: "配列である必要があります。",
     pt: "Esperava-se um array.",
@@ -666,7 +749,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Array erwartet.",
     fr: "Tableau attendu.",
   },
-  "Expected the number 1.": {
+  "field.one": {
+    en: "Expected the number 1.",
     zh: "应为数字 1。",
     ja: "数値 1 である必要があります。",
     pt: "Esperava-se o número 1.",
@@ -674,7 +758,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Die Zahl 1 erwartet.",
     fr: "Le nombre 1 est attendu.",
   },
-  "Expected 1 to 256 characters.": {
+  "field.length1To256": {
+    en: "Expected 1 to 256 characters.",
     zh: "应为 1 到 256 个字符。",
     ja: "1～256 文字である必要があります。",
     pt: "Esperava-se de 1 a 256 caracteres.",
@@ -682,7 +767,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "1 bis 256 Zeichen erwartet.",
     fr: "1 à 256 caractères attendus.",
   },
-  "Expected one of the allowed values.": {
+  "field.allowedValue": {
+    en: "Expected one of the allowed values.",
     zh: "应为允许的值之一。",
     ja: "許可された値のいずれかである必要があります。",
     pt: "Esperava-se um dos valores permitidos.",
@@ -690,7 +776,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Einer der zulässigen Werte erwartet.",
     fr: "Une des valeurs autorisées est attendue.",
   },
-  "Invalid value.": {
+  "field.invalid": {
+    en: "Invalid value.",
     zh: "值无效。",
     ja: "無効な値です。",
     pt: "Valor inválido.",
@@ -700,7 +787,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
   },
 
   // ── Interrupt fallback messages (used when A2A gives no prompt) ──
-  "Input required": {
+  "interrupt.inputRequired": {
+    en: "Input required",
     zh: "需要输入",
     ja: "入力が必要です",
     pt: "Entrada necessária",
@@ -708,7 +796,8 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Eingabe erforderlich",
     fr: "Saisie requise",
   },
-  "Permission required": {
+  "interrupt.permissionRequired": {
+    en: "Permission required",
     zh: "需要权限",
     ja: "許可が必要です",
     pt: "Permissão necessária",
@@ -716,4 +805,7 @@ export const CATALOG: Readonly<Record<string, Translations>> = {
     de: "Berechtigung erforderlich",
     fr: "Autorisation requise",
   },
-};
+} as const satisfies Readonly<Record<string, Translations>>;
+
+/** The identifier of a catalog message, e.g. "a2a.unavailable". */
+export type MessageKey = keyof typeof CATALOG;

@@ -1,18 +1,26 @@
 /**
  * Per-request localisation (reference §9): language negotiation from Accept-Language or a preferred tag, and
- * translation of the gateway's own English texts. No global locale is ever switched.
+ * translation of the gateway's own messages, named by catalog key. No global locale is ever switched.
  */
-import { CATALOG, type TranslatedLanguage, type Translations } from "./catalog.js";
+import { CATALOG, LANGUAGES, type MessageKey, type Translations } from "./catalog.js";
 
-export const SUPPORTED_LANGUAGES = ["en", "zh", "ja", "pt", "es", "de", "fr"] as const;
+export type { MessageKey } from "./catalog.js";
+
+export const SUPPORTED_LANGUAGES = LANGUAGES;
 export type Language = (typeof SUPPORTED_LANGUAGES)[number];
 
 const SUPPORTED = new Set<string>(SUPPORTED_LANGUAGES);
 
-// A Map rather than indexing the object, so texts such as "constructor" or "__proto__" never hit the prototype.
-const MESSAGES: ReadonlyMap<string, Translations> = new Map(Object.entries(CATALOG));
+/** Every message key of the catalog. */
+export const MESSAGE_KEYS: readonly MessageKey[] = Object.freeze(Object.keys(CATALOG) as MessageKey[]);
 
-export const CATALOG_KEYS: readonly string[] = Object.freeze([...MESSAGES.keys()]);
+// English text → its translations. Errors and the operator library carry English text (RunError.message); the
+// edge localizes it by this exact text. A Map rather than indexing an object, so texts such as "constructor" or
+// "__proto__" never hit the prototype.
+const BY_ENGLISH: ReadonlyMap<string, Translations> = new Map(MESSAGE_KEYS.map((key) => [CATALOG[key].en, CATALOG[key]]));
+
+/** The English source text of every catalog message. */
+export const CATALOG_TEXTS: readonly string[] = Object.freeze([...BY_ENGLISH.keys()]);
 
 function isLanguage(value: string): value is Language {
   return SUPPORTED.has(value);
@@ -60,17 +68,25 @@ export function resolveAcceptLanguage(header: string | undefined, fallback: Lang
   return best?.language ?? fallback;
 }
 
+/** The English text of a catalog message: what errors carry and what the `en` envelope says. */
+export function messageText<K extends MessageKey>(key: K): (typeof CATALOG)[K]["en"] {
+  return CATALOG[key].en;
+}
+
+/** A catalog message in `lang`. */
+export function translate(lang: Language, key: MessageKey): string {
+  return CATALOG[key][lang];
+}
+
 /**
- * Translate an English source message. Messages are keyed by their exact English text (gettext style). A text
- * that is not in the catalog is returned unchanged (this is deliberate: arbitrary upstream text is never
- * "translated").
+ * Localize an English text that travelled as a string (an error's message, a RUN_ERROR text of the operators).
+ * A text that is not the exact English of a catalog message is returned unchanged (deliberate: arbitrary
+ * upstream text is never "translated").
  */
-export function translate(lang: Language, english: string): string {
-  if (lang === "en") return english;
-  const translations = MESSAGES.get(english);
-  return translations === undefined ? english : translations[lang satisfies TranslatedLanguage];
+export function localize(lang: Language, english: string): string {
+  return BY_ENGLISH.get(english)?.[lang] ?? english;
 }
 
 export function isKnownMessage(english: string): boolean {
-  return MESSAGES.has(english);
+  return BY_ENGLISH.has(english);
 }

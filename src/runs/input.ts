@@ -1,49 +1,50 @@
 // Validation of the POST / body: the open AG-UI RunAgentInput envelope plus the strict
 // forwardedProps.iacCode extension. Every failure is an InputError whose message names the field,
-// built only from the catalog texts below (the i18n catalog translates them by exact text).
+// built only from the catalog texts below (named by catalog key; the edge localizes them by exact text).
 import type { Message } from "@ag-ui/core";
 import { z } from "zod";
 import type { RequestMetadataInput } from "../a2a/metadata.js";
+import { messageText } from "../i18n/index.js";
 
 export type AguiMessage = Message;
 export type AguiUserMessage = Extract<Message, { role: "user" }>;
 
-/** Base texts of INVALID_INPUT errors; the i18n catalog keys on these exact strings. */
+/** Base texts of INVALID_INPUT errors, from the i18n catalog (localized at the edge by their exact text). */
 export const INPUT_ERROR_BASES = {
-  envelope: "Invalid AG-UI RunAgentInput envelope.",
-  forwardedProps: "Invalid iac-code forwarded properties.",
-  noUserMessage: "A new run requires a user message.",
-  contentInvalid: "The user message content is invalid.",
-  unsupportedPart: "Only text and inline data images are supported.",
-  remoteMedia: "Remote media URLs are not supported.",
-  imageMediaType: "The image media type is not supported.",
-  imageBase64: "The image data is not valid base64.",
-  imageTooLarge: "An image exceeds the maximum size.",
-  imagesTooLarge: "The total image content exceeds the maximum size.",
-  cwdNotAbsolute: "The iac-code workspace must be an absolute path.",
-  cwdInvalid: "The iac-code workspace is invalid.",
-  cwdOutsideRoots: "The iac-code workspace is outside the allowed roots.",
-  cwdNotDirectory: "The iac-code workspace is not a directory.",
-  cwdCannotCreate: "The iac-code workspace cannot be created.",
-  clientTools: "Client-defined tools are not supported.",
+  envelope: messageText("input.invalidEnvelope"),
+  forwardedProps: messageText("input.invalidForwardedProps"),
+  noUserMessage: messageText("content.userMessageRequired"),
+  contentInvalid: messageText("content.invalid"),
+  unsupportedPart: messageText("content.unsupportedPart"),
+  remoteMedia: messageText("content.remoteMedia"),
+  imageMediaType: messageText("content.imageMediaType"),
+  imageBase64: messageText("content.imageBase64"),
+  imageTooLarge: messageText("content.imageTooLarge"),
+  imagesTooLarge: messageText("content.imagesTooLarge"),
+  cwdNotAbsolute: messageText("workspace.notAbsolute"),
+  cwdInvalid: messageText("workspace.invalid"),
+  cwdOutsideRoots: messageText("workspace.outsideRoots"),
+  cwdNotDirectory: messageText("workspace.notDirectory"),
+  cwdCannotCreate: messageText("workspace.cannotCreate"),
+  clientTools: messageText("input.clientToolsUnsupported"),
 } as const;
 export type InputErrorBase = (typeof INPUT_ERROR_BASES)[keyof typeof INPUT_ERROR_BASES];
 
-/** Reason texts that follow the field path; also catalog keys. */
+/** Reason texts that follow the field path; also catalog texts. */
 export const INPUT_ERROR_REASONS = {
-  unknownField: "Unknown field.",
-  missing: "Required field is missing.",
-  string: "Expected a string.",
-  nonEmptyString: "Expected a non-empty string.",
-  boolean: "Expected a boolean.",
-  integer: "Expected an integer.",
-  positiveInteger: "Expected a positive integer.",
-  object: "Expected an object.",
-  array: "Expected an array.",
-  numberOne: "Expected the number 1.",
-  length1to256: "Expected 1 to 256 characters.",
-  allowedValue: "Expected one of the allowed values.",
-  invalid: "Invalid value.",
+  unknownField: messageText("field.unknown"),
+  missing: messageText("field.missing"),
+  string: messageText("field.string"),
+  nonEmptyString: messageText("field.nonEmptyString"),
+  boolean: messageText("field.boolean"),
+  integer: messageText("field.integer"),
+  positiveInteger: messageText("field.positiveInteger"),
+  object: messageText("field.object"),
+  array: messageText("field.array"),
+  numberOne: messageText("field.one"),
+  length1to256: messageText("field.length1To256"),
+  allowedValue: messageText("field.allowedValue"),
+  invalid: messageText("field.invalid"),
 } as const;
 export type InputErrorReason = (typeof INPUT_ERROR_REASONS)[keyof typeof INPUT_ERROR_REASONS];
 

@@ -17,6 +17,7 @@ import { isObject } from "../../operators/lib/json.js";
 import type { PendingEntry, ThreadRecord } from "../state/thread-store.js";
 import { putOwn } from "../state/windows.js";
 import type { ResumeEntry } from "./input.js";
+import { messageText } from "../i18n/index.js";
 
 const TERMINAL = new Set(["completed", "failed", "rejected", "auth-required", "canceled"]);
 
@@ -78,14 +79,14 @@ export function planResume(record: ThreadRecord, entries: ResumeEntry[], task: A
 
   if (execution.taskId === null || known.size === 0) {
     if (entries.length > 0 && entries.every((e, i) => applied(record, e.interruptId) === digests[i])) {
-      throw new RunError("RESUME_ALREADY_APPLIED", "The interrupt response has already been applied.");
+      throw new RunError("RESUME_ALREADY_APPLIED", messageText("resume.alreadyApplied"));
     }
-    throw new RunError("EXECUTION_LOST", "The A2A task to resume is unavailable.");
+    throw new RunError("EXECUTION_LOST", messageText("resume.taskUnavailable"));
   }
 
   for (const entry of Object.values(pending)) {
     if (entry.expiresAt !== undefined && Date.parse(entry.expiresAt) <= now) {
-      throw new RunError("EXECUTION_EXPIRED", "The interrupted execution has expired.");
+      throw new RunError("EXECUTION_EXPIRED", messageText("resume.expired"));
     }
   }
 
@@ -93,7 +94,7 @@ export function planResume(record: ThreadRecord, entries: ResumeEntry[], task: A
     const state = inputStateOf(task);
     if (state !== undefined && TERMINAL.has(state)) {
       execution.pending = {};
-      throw new RunError("EXECUTION_LOST", "The A2A task to resume is unavailable.");
+      throw new RunError("EXECUTION_LOST", messageText("resume.taskUnavailable"));
     }
     const iac = isObject(task.metadata?.iac_code) ? (task.metadata.iac_code as Record<string, unknown>) : undefined;
     const exposed = requiredInputs(iac);
@@ -109,7 +110,7 @@ export function planResume(record: ThreadRecord, entries: ResumeEntry[], task: A
       } else if (state === "input-required") {
         // The turn ended and nothing waits for this answer any more (the kernel restarted or moved on).
         execution.pending = {};
-        throw new RunError("EXECUTION_LOST", "The A2A task to resume is unavailable.");
+        throw new RunError("EXECUTION_LOST", messageText("resume.taskUnavailable"));
       }
     }
     for (const input of exposed) {
@@ -126,7 +127,7 @@ export function planResume(record: ThreadRecord, entries: ResumeEntry[], task: A
 
   const seen = new Set<string>();
   for (const entry of entries) {
-    if (seen.has(entry.interruptId)) throw new RunError("INCOMPLETE_RESUME", "The resume contains duplicate interrupt ids.");
+    if (seen.has(entry.interruptId)) throw new RunError("INCOMPLETE_RESUME", messageText("resume.duplicateInterruptIds"));
     seen.add(entry.interruptId);
   }
 
@@ -134,7 +135,7 @@ export function planResume(record: ThreadRecord, entries: ResumeEntry[], task: A
   entries.forEach((entry, i) => {
     const done = applied(record, entry.interruptId);
     if (done !== undefined) {
-      if (done !== digests[i]) throw new RunError("RESUME_ALREADY_APPLIED", "The interrupt response has already been applied.");
+      if (done !== digests[i]) throw new RunError("RESUME_ALREADY_APPLIED", messageText("resume.alreadyApplied"));
       delete pending[entry.interruptId];
     }
   });
@@ -148,15 +149,15 @@ export function planResume(record: ThreadRecord, entries: ResumeEntry[], task: A
       return;
     }
     const done = applied(record, entry.interruptId);
-    if (done === undefined) throw new RunError("UNKNOWN_INTERRUPT", "The resume references an unknown interrupt.");
+    if (done === undefined) throw new RunError("UNKNOWN_INTERRUPT", messageText("resume.unknownInterrupt"));
   });
 
   const missing = Object.keys(pending).filter((id) => !seen.has(id));
   if (missing.some((id) => known.has(id))) {
-    throw new RunError("INCOMPLETE_RESUME", "The resume must resolve every pending interrupt exactly once.");
+    throw new RunError("INCOMPLETE_RESUME", messageText("resume.incomplete"));
   }
   if (missing.length > 0) return { kind: "announce", pending };
-  if (answers.length === 0) throw new RunError("RESUME_ALREADY_APPLIED", "The interrupt response has already been applied.");
+  if (answers.length === 0) throw new RunError("RESUME_ALREADY_APPLIED", messageText("resume.alreadyApplied"));
 
   for (const answer of answers) {
     const kind = answer.pending.value.kind;
@@ -165,10 +166,10 @@ export function planResume(record: ThreadRecord, entries: ResumeEntry[], task: A
       continue;
     }
     if (answer.entry.payload === undefined || answer.entry.payload === null) {
-      throw new RunError("RESUME_PAYLOAD_INVALID", "A resolved interrupt requires a payload.");
+      throw new RunError("RESUME_PAYLOAD_INVALID", messageText("resume.payloadRequired"));
     }
     if (!validatorFor(responseSchemaFor(answer.pending.value))(answer.entry.payload)) {
-      throw new RunError("RESUME_PAYLOAD_INVALID", "The interrupt response payload is invalid.");
+      throw new RunError("RESUME_PAYLOAD_INVALID", messageText("resume.payloadInvalid"));
     }
     if (kind === "permission") answer.decision = (answer.entry.payload as { decision: "allow_once" | "deny" }).decision;
   }
@@ -242,7 +243,7 @@ export function encodeAnswer(answer: PlannedAnswer, taskId: string, contextId: s
     };
   }
   const text = answerText(value, payload);
-  if (text === "") throw new RunError("RESUME_PAYLOAD_INVALID", "The interrupt response does not contain an answer.");
+  if (text === "") throw new RunError("RESUME_PAYLOAD_INVALID", messageText("resume.noAnswer"));
   return { parts: [{ text }], ...(toolUseId !== undefined && { toolResult: { toolCallId: toolUseId, content: text } }) };
 }
 

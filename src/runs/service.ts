@@ -32,7 +32,7 @@ import {
 } from "../../operators/index.js";
 import { UPSTREAM_LIMITS, isBoundedId, oversizedFrame } from "../a2a/limits.js";
 import { A2AJsonRpcError, buildIacCodeMetadata, buildUserMessage, contextIdForThread, type A2AClient, type FlowGate } from "../a2a/index.js";
-import { normalizeLanguage, translate, type Language } from "../i18n/index.js";
+import { localize, messageText, normalizeLanguage, type Language } from "../i18n/index.js";
 import { StateUnavailableError, type ThreadRecord, type ThreadStore } from "../state/thread-store.js";
 import { DEFAULT_RUN_ID_WINDOW, idRecord, putOwn, rememberAppliedDigest, rememberRunDigest, rememberTerminalExecution, rememberTextSegment, runDigestOf } from "../state/windows.js";
 import { AdmissionError, admission } from "./errors.js";
@@ -158,7 +158,7 @@ export class RunService {
           // AG-UI 1.0 lets a producer end a run with the interrupt outcome again: a client that lost its
           // interrupts (a reload, a restarted CopilotKit runtime) can show them. The text is not sent.
           if (!declaresAgui1(request.protocolVersion) || record.execution.taskId === null) {
-            throw admission.resumeRequired(interruptsOf(record.execution.pending, (english, lang) => translate(normalizeLanguage(lang) ?? language, english)));
+            throw admission.resumeRequired(interruptsOf(record.execution.pending, (english, lang) => localize(normalizeLanguage(lang) ?? language, english)));
           }
           kind = "reshow";
         } else {
@@ -210,7 +210,7 @@ export class RunService {
     let parking: PendingInterrupt[] = [];
     // A re-shown interrupt is projected like a resume that announces its pending set.
     const resume = ticket.kind !== "turn";
-    const translateFor = (english: string, lang?: string) => translate(normalizeLanguage(lang) ?? language, english);
+    const translateFor = (english: string, lang?: string) => localize(normalizeLanguage(lang) ?? language, english);
     // While a durable write is in flight the upstream is not read either: frames would only queue up.
     let committing: Promise<void> | undefined;
     const gate: FlowGate = { ready: () => committing ?? flow.ready() };
@@ -332,7 +332,7 @@ export class RunService {
         const task = execution.taskId !== null && Object.keys(execution.pending).length > 0 ? await this.checkTask(ticket) : undefined;
         const plan = planResume(record, ticket.request.resume ?? [], task, Date.now());
         await this.persist(record).catch((error) =>
-          this.failClosed(ticket, error, "The interrupted execution state could not be committed."),
+          this.failClosed(ticket, error, messageText("state.interruptCommitFailed")),
         );
         const recovery = plan.kind === "apply" ? await this.pipelineRecovery(record) : undefined;
         return { plan, recovery };
@@ -360,19 +360,19 @@ export class RunService {
     const taskId = record.execution.taskId!;
     if (record.iacCodeSessionId !== null) {
       const restored = await this.options.a2a.ensureSessionRestored({ cwd: record.cwd, sessionId: record.iacCodeSessionId, taskId });
-      if (restored === false) throw new RunError("EXECUTION_LOST", "The iac-code session to resume is unavailable.");
+      if (restored === false) throw new RunError("EXECUTION_LOST", messageText("resume.sessionUnavailable"));
     }
     let task: A2ATask;
     try {
       task = await this.options.a2a.getTask(taskId);
     } catch (error) {
       if (error instanceof A2AJsonRpcError && error.code === -32001) {
-        throw new RunError("EXECUTION_LOST", "The A2A task to resume is unavailable.");
+        throw new RunError("EXECUTION_LOST", messageText("resume.taskUnavailable"));
       }
       throw toRunError(error, "A2A_UNAVAILABLE");
     }
     if (task.id !== taskId || (task.contextId !== undefined && task.contextId !== "" && task.contextId !== record.contextId)) {
-      throw new RunError("A2A_PROTOCOL_ERROR", "The A2A task identity does not match the interrupted run.");
+      throw new RunError("A2A_PROTOCOL_ERROR", messageText("a2a.taskMismatch"));
     }
     return task;
   }
@@ -387,7 +387,7 @@ export class RunService {
     record.execution.pending = {};
     markTerminal(record, this.window);
     await this.persist(record).catch(() => undefined);
-    throw new RunError("CANCELLED", "The execution was cancelled by the interrupt response.");
+    throw new RunError("CANCELLED", messageText("run.cancelledByAnswer"));
   }
 
   /**
@@ -427,7 +427,7 @@ export class RunService {
       ),
     ).pipe(
       catchError((error: unknown) => throwError(() => rejected(error))),
-      throwIfEmpty(() => new RunError("A2A_UNAVAILABLE", "The A2A interrupt response was not accepted.")),
+      throwIfEmpty(() => new RunError("A2A_UNAVAILABLE", messageText("a2a.interruptResponseRejected"))),
       concatMap((frame, index) =>
         // Missed pipeline events are shown once the answer is accepted, before what follows it.
         index === 0 ? from(this.accept(ticket, [last])).pipe(concatMap(() => of(...recovery, frame, ...toolResults))) : of(frame),
@@ -464,7 +464,7 @@ export class RunService {
       delete record.execution.pending[id];
     }
     await this.persist(record).catch((error) =>
-      this.failClosed(ticket, error, "The accepted interrupt response could not be committed."),
+      this.failClosed(ticket, error, messageText("state.answerCommitFailed")),
     );
   }
 
@@ -509,14 +509,14 @@ export class RunService {
     const record = ticket.record;
     if (event.type === EventType.CUSTOM && (event as { name: string }).name === "iac-code.session.v1") {
       return this.persist(record).catch((error) =>
-        this.failClosed(ticket, error, "The execution mapping could not be committed."),
+        this.failClosed(ticket, error, messageText("state.mappingCommitFailed")),
       );
     }
     if (event.type === EventType.RUN_FINISHED && (event as { outcome?: { type: string } }).outcome?.type === "interrupt") {
       if (record.terminalExecutionIds.includes(record.execution.executionId)) {
         // The cancel extension ended this execution while the run was on its way here (a re-shown
         // interrupt has no kernel stream to say so): announcing or storing its interrupts would revive it.
-        return Promise.reject(new RunError("CANCELLED", "The execution was cancelled."));
+        return Promise.reject(new RunError("CANCELLED", messageText("run.cancelled")));
       }
       // Marked before the write, so a client that drops now does not cancel a run that is parking.
       ticket.interrupted = true;
@@ -534,7 +534,7 @@ export class RunService {
       return this.persist(record).catch((error) => {
         record.execution.pending = {};
         ticket.interrupted = false;
-        return this.failClosed(ticket, error, "The interrupted execution state could not be committed.");
+        return this.failClosed(ticket, error, messageText("state.interruptCommitFailed"));
       });
     }
     return undefined;
@@ -607,10 +607,10 @@ export class RunService {
     const record = await this.loadThread(threadId);
     const execution = record?.execution;
     if (!record || !execution || execution.executionId !== executionId || execution.taskId === null) {
-      throw new AdmissionError(404, "EXECUTION_NOT_FOUND", "The execution was not found.");
+      throw new AdmissionError(404, "EXECUTION_NOT_FOUND", messageText("execution.notFound"));
     }
     if (execution.rosInvocationId !== rosInvocationId || runDigestOf(record, runId) === undefined) {
-      throw new AdmissionError(404, "EXECUTION_NOT_FOUND", "The execution was not found.");
+      throw new AdmissionError(404, "EXECUTION_NOT_FOUND", messageText("execution.notFound"));
     }
     const taskId = execution.taskId;
     const snapshot = defer(() => this.options.a2a.getTask(taskId)).pipe(
@@ -638,7 +638,7 @@ export class RunService {
         historyFallback: false,
         heartbeat: { intervalMs: this.options.heartbeatMs },
         language,
-        translate: (english, lang) => translate(normalizeLanguage(lang) ?? language, english),
+        translate: (english, lang) => localize(normalizeLanguage(lang) ?? language, english),
       }),
     );
   }
@@ -865,7 +865,7 @@ function withoutText(task: A2ATask): A2ATask {
 function rejected(error: unknown): RunError {
   const mapped = toRunError(error, "A2A_UNAVAILABLE");
   if (error instanceof A2AJsonRpcError && mapped.code === "A2A_UNAVAILABLE") {
-    return new RunError("A2A_UNAVAILABLE", "The local A2A execution service rejected the interrupt response.");
+    return new RunError("A2A_UNAVAILABLE", messageText("a2a.interruptResponseRefused"));
   }
   return mapped;
 }
@@ -876,13 +876,13 @@ export function toRunError(error: unknown, fallback: "A2A_EXECUTION_FAILED" | "A
   if (error instanceof A2AJsonRpcError) {
     const data = error.data as { code?: unknown; retryable?: unknown } | undefined;
     if (data && typeof data === "object" && data.code === "SESSION_BACKUP_NOT_READY" && data.retryable === true) {
-      return new RunError("SESSION_BACKUP_NOT_READY", "Session backup is still synchronizing. Retry after 3 seconds.");
+      return new RunError("SESSION_BACKUP_NOT_READY", messageText("a2a.sessionBackupNotReady"));
     }
     return fallback === "A2A_UNAVAILABLE"
-      ? new RunError("A2A_UNAVAILABLE", "The local A2A execution service is unavailable.")
-      : new RunError("A2A_EXECUTION_FAILED", "The A2A execution failed.");
+      ? new RunError("A2A_UNAVAILABLE", messageText("a2a.unavailable"))
+      : new RunError("A2A_EXECUTION_FAILED", messageText("a2a.executionFailed"));
   }
-  return new RunError("A2A_UNAVAILABLE", "The local A2A execution service is unavailable.");
+  return new RunError("A2A_UNAVAILABLE", messageText("a2a.unavailable"));
 }
 
 export { AdmissionError };
