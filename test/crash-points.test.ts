@@ -1,5 +1,5 @@
 // SIGKILL at every phase of every state write of a real gateway process (IAC_CODE_AGUI_TEST_CRASH_POINT, see
-// src/state/file-store.ts): the admission, taskId/session, interrupt-commit, reconcile and accepted-answer writes
+// test/helpers/crash-point-preload.mjs): the admission, taskId/session, interrupt-commit, reconcile and accepted-answer writes
 // of deploy → interrupt → resume → next turn. After each kill a clean gateway on the same directory must read
 // every thread file, resume or cleanly refuse every interrupt, and the kernel must never apply an answer twice.
 import { mkdtemp, rm } from "node:fs/promises";

@@ -45,17 +45,6 @@ const READ_FLAGS = fsConstants.O_RDONLY | (fsConstants.O_NOFOLLOW ?? 0) | (fsCon
 const DIR_MODE = 0o700;
 const FILE_MODE = 0o600;
 
-// For the crash-point tests only (test/crash-points.test.ts): IAC_CODE_AGUI_TEST_CRASH_POINT=<saveNumber>:<phase>
-// makes the process SIGKILL itself at that phase of its N-th save. Read once; unset, it costs one comparison.
-type CrashPhase = "before-write" | "after-write" | "after-fsync" | "after-rename" | "after-dir-fsync";
-const CRASH_POINT = /^(\d+):(before-write|after-write|after-fsync|after-rename|after-dir-fsync)$/.exec(
-  process.env["IAC_CODE_AGUI_TEST_CRASH_POINT"] ?? "",
-);
-let savesStarted = 0;
-function crashPoint(save: number, phase: CrashPhase): void {
-  if (CRASH_POINT && Number(CRASH_POINT[1]) === save && CRASH_POINT[2] === phase) process.kill(process.pid, "SIGKILL");
-}
-
 export class FileThreadStore implements ThreadStore {
   private readonly dir: string;
   private readonly threadsDir: string;
@@ -135,24 +124,18 @@ export class FileThreadStore implements ThreadStore {
     let handle: FileHandle | undefined;
     let created = false;
     let renamed = false;
-    const save = ++savesStarted;
     try {
-      crashPoint(save, "before-write");
       handle = await this.fs.open(temp, "wx", FILE_MODE);
       created = true;
       // Set the mode on the handle (not the path) so the file is 0600 whatever the umask, before anyone can see it.
       await handle.chmod(FILE_MODE);
       await this.fs.writeFile(handle, text, "utf8");
-      crashPoint(save, "after-write");
       await handle.sync();
-      crashPoint(save, "after-fsync");
       await handle.close();
       handle = undefined;
       await this.fs.rename(temp, target);
       renamed = true;
-      crashPoint(save, "after-rename");
       await this.syncDirectory(this.threadsDir);
-      crashPoint(save, "after-dir-fsync");
     } catch (error) {
       await handle?.close().catch(() => undefined);
       if (created && !renamed) await this.fs.unlink(temp).catch(() => undefined);

@@ -8,7 +8,7 @@ import { readdirSync } from "node:fs";
 import * as fsp from "node:fs/promises";
 import { request as httpRequest, Agent as HttpAgent } from "node:http";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { isDeepStrictEqual } from "node:util";
 import { EventSchema } from "@ag-ui/core/schemas";
 import fc from "fast-check";
@@ -20,6 +20,7 @@ import { startScriptedA2AServer, type ScriptItem, type ScriptedA2AServer, type T
 import { startGateway, type RunningGateway } from "../../src/gateway.js";
 import type { FsLayer } from "../../src/state/file-store.js";
 import { FileThreadStore } from "../../src/state/file-store.js";
+import { isObject } from "../../operators/lib/json.js";
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const CLI = path.join(REPO, "dist", "src", "cli.js");
@@ -445,8 +446,11 @@ interface CliChild {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+/** Loaded into the crash-point CLI with `node --import`: the crash hook lives in the test, not in src/. */
+const CRASH_POINT_PRELOAD = pathToFileURL(path.join(REPO, "test", "helpers", "crash-point-preload.mjs")).href;
+
 function spawnCli(args: string[], env: Record<string, string>, timeoutMs = 20_000): Promise<CliChild> {
-  const child = spawn(process.execPath, [CLI, ...args], { cwd: REPO, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--import", CRASH_POINT_PRELOAD, CLI, ...args], { cwd: REPO, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
   let out = "";
   let err = "";
@@ -485,7 +489,7 @@ async function tryRun(url: string, body: unknown): Promise<{ dead: true } | { de
 }
 
 /**
- * One crash point: a real CLI with IAC_CODE_AGUI_TEST_CRASH_POINT runs deploy → interrupt → resume → next turn on
+ * One crash point: a real CLI with IAC_CODE_AGUI_TEST_CRASH_POINT (crash-point-preload.mjs) runs deploy → interrupt → resume → next turn on
  * a fresh state dir until it kills itself; then a clean in-process gateway on the same dir must find every thread
  * file intact and every interrupt either resumable (answer applied once) or cleanly refused.
  */
@@ -846,9 +850,6 @@ export function a2aFuzzHandler(cases: Map<number, A2ACase>) {
   };
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 const A2A_RUN_CODES = new Set(["A2A_PROTOCOL_ERROR", "A2A_UNAVAILABLE", "A2A_EXECUTION_FAILED", "CANCELLED", "SESSION_BACKUP_NOT_READY"]);
 
