@@ -11,6 +11,7 @@
  * It never stops at the first problem: every problem it finds is reported, each naming its rule (`AGUI_RULES`) and
  * the index of the event. Problems that belong to the end of the stream use `index === events.length`.
  */
+import { isObject } from "../operators/lib/json.js";
 
 /** Every rule the verifier applies: where the spec states it, and whether it belongs to strict mode only. */
 export const AGUI_RULES = Object.freeze({
@@ -95,9 +96,6 @@ const CLOSES_OWN_LANE = new Set([
 ]);
 const CLOSES_EVERY_LANE = new Set(["RUN_STARTED", "RUN_FINISHED", "RUN_ERROR", "MESSAGES_SNAPSHOT"]);
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 function str(value: unknown): string | undefined {
   return typeof value === "string" ? value : undefined;
@@ -210,8 +208,8 @@ class StreamVerifier {
   private visit(raw: unknown, index: number): void {
     this.index = index;
     this.endedByThisEvent = undefined;
-    if (!isRecord(raw) || typeof raw.type !== "string") {
-      this.type = isRecord(raw) ? String(raw.type) : typeof raw;
+    if (!isObject(raw) || typeof raw.type !== "string") {
+      this.type = isObject(raw) ? String(raw.type) : typeof raw;
       this.report("event-shape", "not an event object with a string type");
       return;
     }
@@ -635,7 +633,7 @@ class StreamVerifier {
         this.report("one-thread-per-stream", `RUN_STARTED for thread ${threadId}; this stream belongs to thread ${this.threadId}`);
       }
     }
-    if (isRecord(event.input)) this.checkMessages(event.input.messages, "RUN_STARTED input");
+    if (isObject(event.input)) this.checkMessages(event.input.messages, "RUN_STARTED input");
   }
 
   private runFinished(event: StreamEvent): void {
@@ -680,8 +678,8 @@ class StreamVerifier {
 
   private checkOutcome(outcome: unknown): void {
     if (outcome === undefined || outcome === null) return; // null is already reported by checkEnvelope
-    if (!isRecord(outcome) || typeof outcome.type !== "string" || !RUN_OUTCOMES.has(outcome.type)) {
-      const type = isRecord(outcome) ? String(outcome.type) : typeof outcome;
+    if (!isObject(outcome) || typeof outcome.type !== "string" || !RUN_OUTCOMES.has(outcome.type)) {
+      const type = isObject(outcome) ? String(outcome.type) : typeof outcome;
       this.report("run-outcome", `RUN_FINISHED outcome has unknown type ${type}`);
       return;
     }
@@ -697,15 +695,15 @@ class StreamVerifier {
     }
     const ids = new Set<string>();
     interrupts.forEach((interrupt: unknown, position) => {
-      const id = isRecord(interrupt) ? interrupt.id : undefined;
+      const id = isObject(interrupt) ? interrupt.id : undefined;
       if (typeof id !== "string") {
         this.report("run-outcome", `interrupt ${position} without a string id`);
         return;
       }
       if (ids.has(id)) this.report("interrupt-ids-unique", `duplicate interrupt id ${id}`);
       ids.add(id);
-      if (isRecord(interrupt) && typeof interrupt.reason !== "string") this.report("run-outcome", `interrupt ${id} without a string reason`);
-      if (isRecord(interrupt) && interrupt.subagentRunId === null) this.report("no-null-optionals", `interrupt ${id} has subagentRunId null`);
+      if (isObject(interrupt) && typeof interrupt.reason !== "string") this.report("run-outcome", `interrupt ${id} without a string reason`);
+      if (isObject(interrupt) && interrupt.subagentRunId === null) this.report("no-null-optionals", `interrupt ${id} has subagentRunId null`);
     });
   }
 
@@ -769,7 +767,7 @@ class StreamVerifier {
     this.checkMessages(event.messages, "MESSAGES_SNAPSHOT");
     // The snapshot establishes each message's owner (subagents#attribution, state#messages_snapshot).
     for (const message of event.messages) {
-      if (!isRecord(message) || typeof message.id !== "string") continue;
+      if (!isObject(message) || typeof message.id !== "string") continue;
       const owner = str(message.subagentRunId);
       const items = message.role === "reasoning" ? this.run.reasoningMessages : this.run.text;
       if (message.role === "activity") {
@@ -781,8 +779,8 @@ class StreamVerifier {
       items.known.set(message.id, { owner, ...(role !== undefined && { role }), ...(name !== undefined && { name }) });
       if (!Array.isArray(message.toolCalls)) continue;
       for (const call of message.toolCalls) {
-        if (!isRecord(call) || typeof call.id !== "string") continue;
-        const toolCallName = isRecord(call.function) ? str(call.function.name) : undefined;
+        if (!isObject(call) || typeof call.id !== "string") continue;
+        const toolCallName = isObject(call.function) ? str(call.function.name) : undefined;
         this.run.tools.known.set(call.id, { owner, parentMessageId: message.id, ...(toolCallName !== undefined && { toolCallName }) });
       }
     }
@@ -791,7 +789,7 @@ class StreamVerifier {
   private checkMessages(messages: unknown, where: string): void {
     if (!Array.isArray(messages)) return;
     messages.forEach((message: unknown, position) => {
-      if (!isRecord(message)) return;
+      if (!isObject(message)) return;
       if (typeof message.role !== "string" || !MESSAGE_ROLES.has(message.role)) {
         this.report("role-closed-set", `${where} message ${position} has role ${String(message.role)}, not one of ${[...MESSAGE_ROLES].join(", ")}`);
       }
@@ -839,8 +837,8 @@ class StreamVerifier {
 
   private checkSubagentOutcome(outcome: unknown, subagentRunId: string | undefined): void {
     if (outcome === undefined || outcome === null) return;
-    if (!isRecord(outcome) || (outcome.type !== "success" && outcome.type !== "suspended")) {
-      this.report("subagent-outcome", `SUBAGENT_FINISHED outcome type ${isRecord(outcome) ? String(outcome.type) : typeof outcome}; success or suspended`);
+    if (!isObject(outcome) || (outcome.type !== "success" && outcome.type !== "suspended")) {
+      this.report("subagent-outcome", `SUBAGENT_FINISHED outcome type ${isObject(outcome) ? String(outcome.type) : typeof outcome}; success or suspended`);
       return;
     }
     const ids = outcome.interruptIds;
@@ -857,9 +855,9 @@ class StreamVerifier {
 
   /** A suspended subagent's interruptIds are interrupts the run ends with, raised inside that subagent. */
   private checkSuspendedInterrupts(outcome: unknown): void {
-    const interrupts = isRecord(outcome) && outcome.type === "interrupt" && Array.isArray(outcome.interrupts) ? outcome.interrupts : [];
+    const interrupts = isObject(outcome) && outcome.type === "interrupt" && Array.isArray(outcome.interrupts) ? outcome.interrupts : [];
     const byId = new Map<string, unknown>();
-    for (const interrupt of interrupts) if (isRecord(interrupt) && typeof interrupt.id === "string") byId.set(interrupt.id, interrupt.subagentRunId);
+    for (const interrupt of interrupts) if (isObject(interrupt) && typeof interrupt.id === "string") byId.set(interrupt.id, interrupt.subagentRunId);
     for (const { subagentRunId, interruptId, index } of this.run.suspendedInterrupts) {
       if (!byId.has(interruptId)) {
         this.report("subagent-interrupts-raised", `subagent ${subagentRunId} (index ${index}) names interrupt ${interruptId}, which RUN_FINISHED does not carry`);
@@ -915,7 +913,7 @@ export function aguiRunOutcomes(events: readonly unknown[]): AguiRunSummary[] {
   let state: "none" | "open" | "finished" | "errored" = "none";
   try {
     events.forEach((event, index) => {
-      if (!isRecord(event)) return;
+      if (!isObject(event)) return;
       const last = runs.at(-1);
       if (event.type === "RUN_STARTED" && state !== "open") {
         const threadId = str(event.threadId);
@@ -923,7 +921,7 @@ export function aguiRunOutcomes(events: readonly unknown[]): AguiRunSummary[] {
         runs.push({ index, ...(threadId !== undefined && { threadId }), ...(runId !== undefined && { runId }), outcome: "truncated" });
         state = "open";
       } else if (event.type === "RUN_FINISHED" && state === "open" && last !== undefined) {
-        const type = isRecord(event.outcome) ? event.outcome.type : undefined;
+        const type = isObject(event.outcome) ? event.outcome.type : undefined;
         last.outcome = type === "interrupt" || type === "cancelled" ? type : "success";
         state = "finished";
       } else if (event.type === "RUN_ERROR") {

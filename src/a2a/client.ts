@@ -7,10 +7,11 @@ import { Agent, request, type Dispatcher } from "undici";
 import type { A2AMessage, A2AStreamResponse, A2ATask } from "../../operators/types.js";
 import { isEventStream, isSuccess, parseJson, readText } from "./bodies.js";
 import { a2aUnavailable, classify, jsonRpcErrorOf } from "./errors.js";
-import { decodeStreamResult, decodeTask, invalidFrame, isPlainObject } from "./frames.js";
+import { decodeStreamResult, decodeTask, invalidFrame } from "./frames.js";
 import { fetchPipelineState, requestSessionRestore, type PipelineState, type RestTransport } from "./iac-code-routes.js";
 import { IdleWatch } from "./idle-watch.js";
 import { readFrames, type FlowGate } from "./sse-reader.js";
+import { isObject } from "../../operators/lib/json.js";
 
 export { A2AJsonRpcError, a2aUnavailable } from "./errors.js";
 export type { FlowGate } from "./sse-reader.js";
@@ -185,7 +186,7 @@ export class A2AClient {
         throw a2aUnavailable();
       }
       const envelope = parseJson(await readText(res.body));
-      if (!isPlainObject(envelope)) throw invalidFrame();
+      if (!isObject(envelope)) throw invalidFrame();
       if (envelope.error !== undefined) throw jsonRpcErrorOf(envelope);
       if (envelope.result === undefined) throw invalidFrame();
       return envelope.result;

@@ -1,8 +1,9 @@
 // The three ways an A2A call fails: A2A_UNAVAILABLE (transport), A2AJsonRpcError (the kernel said no),
 // A2A_PROTOCOL_ERROR (the kernel said something we cannot read, built by `invalidFrame` in frames.ts).
 import { RunError } from "../../operators/types.js";
-import { invalidFrame, isPlainObject } from "./frames.js";
+import { invalidFrame } from "./frames.js";
 import { messageText } from "../i18n/index.js";
+import { isObject } from "../../operators/lib/json.js";
 
 /** A JSON-RPC error object from the kernel (e.g. -32001 task not found, -32602 invalid params). */
 export class A2AJsonRpcError extends Error {
@@ -22,8 +23,8 @@ export function a2aUnavailable(): RunError {
 
 /** The `error` member of a JSON-RPC envelope; an envelope without a well-formed one is a protocol error. */
 export function jsonRpcErrorOf(envelope: unknown): Error {
-  const error = isPlainObject(envelope) ? envelope.error : undefined;
-  if (!isPlainObject(error) || typeof error.code !== "number" || !Number.isInteger(error.code)) return invalidFrame();
+  const error = isObject(envelope) ? envelope.error : undefined;
+  if (!isObject(error) || typeof error.code !== "number" || !Number.isInteger(error.code)) return invalidFrame();
   const message = typeof error.message === "string" ? error.message : "";
   return new A2AJsonRpcError(error.code, message, error.data);
 }

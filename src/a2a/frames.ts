@@ -6,6 +6,7 @@ import { z } from "zod";
 import { RunError, type A2AStreamResponse, type A2ATask } from "../../operators/types.js";
 import { assertIdLimits, assertInputLimits } from "./limits.js";
 import { messageText } from "../i18n/index.js";
+import { isObject } from "../../operators/lib/json.js";
 
 const jsonObject = z.looseObject({});
 const optionalString = z.string().optional();
@@ -81,7 +82,7 @@ export function invalidFrame(): RunError {
  * returned holds that key only: other keys (`{"odd": null, "statusUpdate": …}`) never reach the projection.
  */
 export function decodeStreamResult(result: unknown): A2AStreamResponse {
-  if (!isPlainObject(result)) throw invalidFrame();
+  if (!isObject(result)) throw invalidFrame();
   let found: StreamKey | undefined;
   for (const key of STREAM_KEYS) {
     if (result[key] === undefined) continue;
@@ -99,15 +100,14 @@ export function decodeStreamResult(result: unknown): A2AStreamResponse {
 }
 
 const isString = (x: unknown) => x === undefined || typeof x === "string";
-const isObj = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null && !Array.isArray(x);
-const isOptObj = (x: unknown) => x === undefined || isObj(x);
+const isOptObj = (x: unknown) => x === undefined || isObject(x);
 const isOptBool = (x: unknown) => x === undefined || typeof x === "boolean";
 const isOptArray = (x: unknown, item: (y: unknown) => boolean) => x === undefined || (Array.isArray(x) && x.every(item));
 
 const guardPart = (x: unknown): boolean =>
-  isObj(x) && isString(x.text) && isString(x.raw) && isString(x.url) && isString(x.mediaType) && isString(x.filename) && isOptObj(x.metadata);
+  isObject(x) && isString(x.text) && isString(x.raw) && isString(x.url) && isString(x.mediaType) && isString(x.filename) && isOptObj(x.metadata);
 const guardMessage = (x: unknown): boolean =>
-  isObj(x) &&
+  isObject(x) &&
   isString(x.messageId) &&
   isString(x.contextId) &&
   isString(x.taskId) &&
@@ -115,9 +115,9 @@ const guardMessage = (x: unknown): boolean =>
   isOptArray(x.parts, guardPart) &&
   isOptObj(x.metadata);
 const guardStatus = (x: unknown): boolean =>
-  isObj(x) && isString(x.state) && (x.message === undefined || guardMessage(x.message)) && isString(x.timestamp);
+  isObject(x) && isString(x.state) && (x.message === undefined || guardMessage(x.message)) && isString(x.timestamp);
 const guardArtifact = (x: unknown): boolean =>
-  isObj(x) &&
+  isObject(x) &&
   isString(x.artifactId) &&
   isString(x.name) &&
   isString(x.description) &&
@@ -127,7 +127,7 @@ const guardArtifact = (x: unknown): boolean =>
 
 export const FAST_GUARDS: Record<StreamKey, (x: unknown) => boolean> = {
   task: (x) =>
-    isObj(x) &&
+    isObject(x) &&
     isString(x.id) &&
     isString(x.contextId) &&
     (x.status === undefined || guardStatus(x.status)) &&
@@ -135,9 +135,9 @@ export const FAST_GUARDS: Record<StreamKey, (x: unknown) => boolean> = {
     isOptArray(x.artifacts, guardArtifact) &&
     isOptObj(x.metadata),
   statusUpdate: (x) =>
-    isObj(x) && isString(x.taskId) && isString(x.contextId) && (x.status === undefined || guardStatus(x.status)) && isOptObj(x.metadata),
+    isObject(x) && isString(x.taskId) && isString(x.contextId) && (x.status === undefined || guardStatus(x.status)) && isOptObj(x.metadata),
   artifactUpdate: (x) =>
-    isObj(x) &&
+    isObject(x) &&
     isString(x.taskId) &&
     isString(x.contextId) &&
     (x.artifact === undefined || guardArtifact(x.artifact)) &&
@@ -157,6 +157,3 @@ export function decodeTask(x: unknown): A2ATask {
   return x as A2ATask;
 }
 
-export function isPlainObject(x: unknown): x is Record<string, unknown> {
-  return typeof x === "object" && x !== null && !Array.isArray(x);
-}

@@ -4,8 +4,9 @@ import { request, type Dispatcher } from "undici";
 import { RunError } from "../../operators/types.js";
 import { isSuccess, parseJson, readText, tryParseJson } from "./bodies.js";
 import { a2aUnavailable, classify } from "./errors.js";
-import { invalidFrame, isPlainObject } from "./frames.js";
+import { invalidFrame } from "./frames.js";
 import { messageText } from "../i18n/index.js";
+import { isObject } from "../../operators/lib/json.js";
 
 /** What a route call borrows from the client. */
 export interface RestTransport {
@@ -30,7 +31,7 @@ export async function fetchPipelineState(transport: RestTransport, taskId: strin
   const body = await rest(transport, url, "GET", undefined, [404]);
   if (body.status === 404) return null;
   const state = body.json;
-  if (!isPlainObject(state) || (state.events !== undefined && !Array.isArray(state.events))) throw invalidFrame();
+  if (!isObject(state) || (state.events !== undefined && !Array.isArray(state.events))) throw invalidFrame();
   return state as PipelineState;
 }
 
@@ -45,15 +46,15 @@ export async function requestSessionRestore(
 ): Promise<boolean | "unsupported"> {
   const url = new URL("iac-code/session/ensure-restored", transport.base);
   const reply = await rest(transport, url, "POST", JSON.stringify(body), [404, 409]);
-  if (reply.status === 404) return isPlainObject(reply.json) && reply.json.status === "not_found" ? false : "unsupported";
+  if (reply.status === 404) return isObject(reply.json) && reply.json.status === "not_found" ? false : "unsupported";
   if (reply.status === 409) {
-    const error = isPlainObject(reply.json) ? reply.json.error : undefined;
-    if (isPlainObject(error) && error.code === "SESSION_BACKUP_NOT_READY" && error.retryable === true) {
+    const error = isObject(reply.json) ? reply.json.error : undefined;
+    if (isObject(error) && error.code === "SESSION_BACKUP_NOT_READY" && error.retryable === true) {
       throw new RunError("SESSION_BACKUP_NOT_READY", messageText("a2a.sessionBackupNotReady"));
     }
     throw a2aUnavailable();
   }
-  const status = isPlainObject(reply.json) ? reply.json.status : undefined;
+  const status = isObject(reply.json) ? reply.json.status : undefined;
   if (status !== "current" && status !== "restored") throw invalidFrame();
   return true;
 }

@@ -5,6 +5,7 @@
 // RUN_FINISHED that announces them and copied into the thread's state file.
 import { RunError } from "../../operators/types.js";
 import { messageText } from "../i18n/index.js";
+import { isObject } from "../../operators/lib/json.js";
 
 export const UPSTREAM_LIMITS = {
   /** Nesting of any upstream JSON document (JSON-RPC envelope included), as on the request side. */
@@ -157,6 +158,3 @@ function iacCodeOf(payload: unknown): Record<string, unknown> | undefined {
   return isObject(iac) ? iac : undefined;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}

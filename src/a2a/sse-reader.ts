@@ -7,8 +7,9 @@ import type { Subscriber } from "rxjs";
 import type { A2AStreamResponse } from "../../operators/types.js";
 import { MAX_RECORD_CHARS, parseJson } from "./bodies.js";
 import { jsonRpcErrorOf } from "./errors.js";
-import { decodeStreamResult, invalidFrame, isPlainObject } from "./frames.js";
+import { decodeStreamResult, invalidFrame } from "./frames.js";
 import type { IdleWatch } from "./idle-watch.js";
+import { isObject } from "../../operators/lib/json.js";
 
 /**
  * Backpressure hook: the client awaits ready() after pushing the frames of each network chunk, before
@@ -51,7 +52,7 @@ class SseFrameDecoder {
     try {
       const envelope = parseJson(event.data);
       if (event.event === "error") throw jsonRpcErrorOf(envelope);
-      if (!isPlainObject(envelope)) throw invalidFrame();
+      if (!isObject(envelope)) throw invalidFrame();
       if (envelope.error !== undefined) throw jsonRpcErrorOf(envelope);
       if (envelope.result === undefined) throw invalidFrame();
       this.frames.push(decodeStreamResult(envelope.result));

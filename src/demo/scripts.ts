@@ -6,6 +6,7 @@ import { RequestMalformedError } from "@a2a-js/sdk/errors";
 import type { A2AMessage, A2AStreamResponse, JsonObject } from "../../operators/types.js";
 import type { ScriptItem, TurnContext, TurnScript } from "./a2a-server.js";
 import { pipelineAnswerTurn, pipelineFirstTurn, wantsPipeline, type PipelineWait } from "./pipeline-script.js";
+import { isObject } from "../../operators/lib/json.js";
 
 export interface DemoScriptOptions {
   /** Fixed pause between frames in ms. Default: a 10–40 ms rhythm so a human sees it stream. */
@@ -53,9 +54,6 @@ function deltas(text: string): string[] {
   return chunks;
 }
 
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 function now(): string {
   return new Date().toISOString();

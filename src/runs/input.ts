@@ -5,6 +5,7 @@ import type { Message } from "@ag-ui/core";
 import { z } from "zod";
 import type { RequestMetadataInput } from "../a2a/metadata.js";
 import { messageText } from "../i18n/index.js";
+import { isObject } from "../../operators/lib/json.js";
 
 export type AguiMessage = Message;
 export type AguiUserMessage = Extract<Message, { role: "user" }>;
@@ -227,9 +228,9 @@ export function parseRunAgentInput(body: Record<string, unknown>): RunRequest {
 /** Reads preferredLanguage without validating anything else (used to localize errors before validation); undefined if absent/not a string. */
 export function peekPreferredLanguage(body: Record<string, unknown>): string | undefined {
   const props = body["forwardedProps"];
-  if (!isPlainObject(props)) return undefined;
+  if (!isObject(props)) return undefined;
   const iacCode = props["iacCode"];
-  if (!isPlainObject(iacCode)) return undefined;
+  if (!isObject(iacCode)) return undefined;
   const language = iacCode["preferredLanguage"];
   return typeof language === "string" ? language : undefined;
 }
@@ -249,12 +250,9 @@ const MAX_TOOL_NAME = 64;
 /** The names of refused client tools, JSON-quoted (control characters escaped) and bounded in count and length. */
 function toolNames(tools: unknown): string[] {
   if (!Array.isArray(tools)) return [];
-  const names = tools.flatMap((tool) => (isPlainObject(tool) && typeof tool["name"] === "string" ? [tool["name"]] : []));
+  const names = tools.flatMap((tool) => (isObject(tool) && typeof tool["name"] === "string" ? [tool["name"]] : []));
   const listed = names.slice(0, MAX_LISTED_TOOLS).map((name) => JSON.stringify(name.length > MAX_TOOL_NAME ? `${name.slice(0, MAX_TOOL_NAME)}…` : name));
   if (names.length > MAX_LISTED_TOOLS) listed.push(`… (${names.length} tools)`);
   return listed;
 }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}

@@ -2,6 +2,7 @@
 // inline: an A2A *data* part {filename, bytes} rather than a file part, as the kernel expects.
 import type { A2APart } from "../../operators/types.js";
 import { type AguiMessage, INPUT_ERROR_BASES as B, INPUT_ERROR_REASONS as R, InputError } from "./input.js";
+import { isObject } from "../../operators/lib/json.js";
 
 export const MAX_IMAGE_BYTES = 8 * 1024 * 1024;
 export const MAX_TOTAL_IMAGE_BYTES = 10 * 1024 * 1024;
@@ -96,6 +97,3 @@ function reasonFor(value: unknown, wrongType: (typeof R)[keyof typeof R]) {
   return value === undefined ? R.missing : wrongType;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
