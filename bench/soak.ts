@@ -20,7 +20,7 @@ import {
   mapPool,
   openFdCount,
   postJson,
-  quietLogger,
+  silentLogger,
   requestCaseArbitrary,
   requestCaseProblems,
   runCrashPoint,
@@ -64,7 +64,7 @@ async function batched<T>(total: number, batch: number, make: (from: number, cou
 
 async function fuzzSection(root: string, workspace: string): Promise<void> {
   const upstream = await startScriptedA2AServer({ script: createDemoScript({ frameDelayMs: 0 }) });
-  const gateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: upstream.url, stateDir: path.join(root, "fuzz-state"), allowedRoots: [root], authToken: TOKEN, logger: quietLogger, validateEvents: true });
+  const gateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: upstream.url, stateDir: path.join(root, "fuzz-state"), allowedRoots: [root], authToken: TOKEN, logger: silentLogger, validateEvents: true });
   const arbitrary = requestCaseArbitrary({ root, workspace, token: TOKEN });
   const started = Date.now();
   figures["fuzz cases"] = await batched(FUZZ, 2_000, (from, count) => fc.sample(arbitrary, { numRuns: count, seed: 1_000 + from }), async (cases) => {
@@ -79,7 +79,7 @@ async function fuzzSection(root: string, workspace: string): Promise<void> {
 
   const cases = new Map<number, A2ACase>();
   const raw = await startRawA2AServer({ handle: a2aFuzzHandler(cases) });
-  const rawGateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: raw.url, allowedRoots: [root], logger: quietLogger, validateEvents: true });
+  const rawGateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: raw.url, allowedRoots: [root], logger: silentLogger, validateEvents: true });
   figures["a2a fuzz cases"] = await batched(A2A, 500, (from, count) => fc.sample(a2aCaseArbitrary({ hugeBytes: 1024 * 1024 }), { numRuns: count, seed: 2_000 + from }), async (batch, from) => {
     cases.clear();
     batch.forEach((c, i) => cases.set(from + i, c));
@@ -122,7 +122,7 @@ async function loadSection(root: string, workspace: string): Promise<void> {
       res.end();
     },
   });
-  const gateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: upstream.url, allowedRoots: [root], logger: quietLogger });
+  const gateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: upstream.url, allowedRoots: [root], logger: silentLogger });
   const fds = openFdCount();
   const heap = process.memoryUsage().heapUsed;
   const started = Date.now();
@@ -146,7 +146,7 @@ async function loadSection(root: string, workspace: string): Promise<void> {
 
   // 1,000 simultaneous POSTs on one thread: exactly one admitted.
   const held = await startScriptedA2AServer({ script: () => [{ statusUpdate: { status: { state: "TASK_STATE_WORKING" } } }, { delayMs: 5_000 }, { statusUpdate: { status: { state: "TASK_STATE_COMPLETED" } } }] });
-  const busy = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: held.url, allowedRoots: [root], logger: quietLogger });
+  const busy = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: held.url, allowedRoots: [root], logger: silentLogger });
   const replies = await Promise.all(Array.from({ length: 1_000 }, () => postJson(busy.url, { ...inputFor(workspace), threadId: "soak-busy" }).catch(() => undefined)));
   figures["busy posts admitted"] = replies.filter((r) => r?.status === 200).length;
   figures["busy posts THREAD_BUSY"] = replies.filter((r) => r?.json?.error?.code === "THREAD_BUSY").length;

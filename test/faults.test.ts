@@ -15,7 +15,7 @@ import {
   envelopeProblems,
   inputFor,
   postJson,
-  quietLogger,
+  silentLogger,
   runErrorCode,
   sseEvents,
   startCrashUpstream,
@@ -77,7 +77,7 @@ describe("upstream faults", () => {
         await behaviours.get(prompt)?.(ex, res);
       },
     });
-    gateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: raw.url, allowedRoots: [root], upstreamIdleTimeoutSeconds: 1, logger: quietLogger, validateEvents: true });
+    gateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: raw.url, allowedRoots: [root], upstreamIdleTimeoutSeconds: 1, logger: silentLogger, validateEvents: true });
   });
 
   afterAll(async () => {
@@ -142,7 +142,7 @@ describe("a kernel restarted between the interrupt and the resume (same URL, emp
     let kernel = await startCrashUpstream();
     const port = kernel.server.port;
     const stateDir = path.join(root, "state-restart");
-    const gateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: kernel.server.url, stateDir, allowedRoots: [root], logger: quietLogger, validateEvents: true });
+    const gateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: kernel.server.url, stateDir, allowedRoots: [root], logger: silentLogger, validateEvents: true });
     try {
       const first = inputFor(workspace, { prompt: "deploy it" });
       const [interrupt] = interruptsOf(runOf(await postJson(gateway.url, first)));
@@ -207,7 +207,7 @@ describe("disk faults at every recovery-critical write", () => {
     stateDir = path.join(root, "state-disk");
     faulty = new FaultyFs();
     store = new FaultAtSave(new FileThreadStore({ dir: stateDir, fs: faulty.fs }), faulty);
-    gateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: kernel.server.url, store, allowedRoots: [root], logger: quietLogger, validateEvents: true });
+    gateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: kernel.server.url, store, allowedRoots: [root], logger: silentLogger, validateEvents: true });
   });
 
   afterAll(async () => {
@@ -304,7 +304,7 @@ describe("a read-only state dir, corrupt and symlinked thread files", () => {
     kernel = await startCrashUpstream();
     stateDir = path.join(root, "state-ro");
     faulty = new FaultyFs();
-    gateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: kernel.server.url, store: new FileThreadStore({ dir: stateDir, fs: faulty.fs }), allowedRoots: [root], logger: quietLogger, validateEvents: true });
+    gateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: kernel.server.url, store: new FileThreadStore({ dir: stateDir, fs: faulty.fs }), allowedRoots: [root], logger: silentLogger, validateEvents: true });
   });
 
   afterAll(async () => {
@@ -344,7 +344,7 @@ describe("a read-only state dir, corrupt and symlinked thread files", () => {
     const next = await postJson(gateway.url, { ...inputFor(workspace, { prompt: "again" }), threadId: input["threadId"] });
     // The thread is still cached while its interrupt is pending, so a restart-free gateway may still serve it;
     // a fresh gateway must refuse it.
-    const fresh = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: kernel.server.url, stateDir, allowedRoots: [root], logger: quietLogger });
+    const fresh = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: kernel.server.url, stateDir, allowedRoots: [root], logger: silentLogger });
     try {
       for (const reply of [
         await postJson(fresh.url, resumeOf(input, interruptsOf(events)[0]!.id)),

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDemoScript, startScriptedA2AServer, type ScriptedA2AServer } from "../src/demo/index.js";
 import { startGateway, type RunningGateway } from "../src/gateway.js";
 import { ensureCliBuilt, startCli, type CliGateway } from "./helpers/durable.js";
-import { envelopeProblems, httpCall, quietLogger, type Reply } from "./helpers/faults.js";
+import { envelopeProblems, httpCall, silentLogger, type Reply } from "./helpers/faults.js";
 import { bigJson, floodFromChild, pollHealth, upload } from "./helpers/flood.js";
 
 const MiB = 1024 * 1024;
@@ -36,7 +36,7 @@ afterAll(async () => {
 });
 
 async function launch(extra: Parameters<typeof startGateway>[0] extends infer O ? Partial<O> : never = {}): Promise<RunningGateway> {
-  const gateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: upstream.url, allowedRoots: [root], logger: quietLogger, ...extra });
+  const gateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: upstream.url, allowedRoots: [root], logger: silentLogger, ...extra });
   gateways.push(gateway);
   return gateway;
 }
@@ -159,7 +159,7 @@ describe("deadlines and the connection cap", () => {
   it("an SSE stream outlives the body and headers deadlines", async () => {
     const slowUpstream = await startScriptedA2AServer({ script: createDemoScript({ frameDelayMs: 150 }) });
     const gateway = await startGateway({
-      host: "127.0.0.1", port: 0, a2aUrl: slowUpstream.url, allowedRoots: [root], logger: quietLogger, bodyTimeoutSeconds: 1, headersTimeoutSeconds: 1,
+      host: "127.0.0.1", port: 0, a2aUrl: slowUpstream.url, allowedRoots: [root], logger: silentLogger, bodyTimeoutSeconds: 1, headersTimeoutSeconds: 1,
     });
     try {
       const started = Date.now();

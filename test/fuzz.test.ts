@@ -15,7 +15,7 @@ import {
   inputFor,
   mapPool,
   postJson,
-  quietLogger,
+  silentLogger,
   replyProblems,
   requestCaseArbitrary,
   requestCaseProblems,
@@ -41,9 +41,9 @@ beforeAll(async () => {
   stateDir = path.join(root, "state");
   await mkdir(workspace);
   upstream = await startScriptedA2AServer({ script: createDemoScript({ frameDelayMs: 0 }) });
-  gateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: upstream.url, stateDir, allowedRoots: [root], authToken: TOKEN, logger: quietLogger, validateEvents: true });
+  gateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: upstream.url, stateDir, allowedRoots: [root], authToken: TOKEN, logger: silentLogger, validateEvents: true });
   rawUpstream = await startRawA2AServer({ handle: a2aFuzzHandler(a2aCases) });
-  rawGateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: rawUpstream.url, allowedRoots: [root], logger: quietLogger, validateEvents: true });
+  rawGateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: rawUpstream.url, allowedRoots: [root], logger: silentLogger, validateEvents: true });
 });
 
 afterAll(async () => {

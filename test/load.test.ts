@@ -9,7 +9,7 @@ import { runInNewContext } from "node:vm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startRawA2AServer, startScriptedA2AServer, type RawA2AServer, type ScriptedA2AServer } from "../src/demo/index.js";
 import { startGateway, type RunningGateway } from "../src/gateway.js";
-import { envelopeProblems, inputFor, mapPool, openFdCount, quietLogger, sequenceProblems, sseEvents, streamProblems } from "./helpers/faults.js";
+import { envelopeProblems, inputFor, mapPool, openFdCount, silentLogger, sequenceProblems, sseEvents, streamProblems } from "./helpers/faults.js";
 
 const EVENTS_PER_RUN = 1_000;
 const RUNS = 1_000;
@@ -44,7 +44,7 @@ describe("one thread, 100 simultaneous POSTs", () => {
         { statusUpdate: { status: { state: "TASK_STATE_COMPLETED" } } },
       ],
     });
-    gateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: upstream.url, allowedRoots: [root], logger: quietLogger, validateEvents: true });
+    gateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: upstream.url, allowedRoots: [root], logger: silentLogger, validateEvents: true });
   });
 
   afterAll(async () => {
@@ -103,7 +103,7 @@ describe(`${RUNS} runs on different threads, ${EVENTS_PER_RUN} numbered deltas e
         res.end();
       },
     });
-    gateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: upstream.url, allowedRoots: [root], logger: quietLogger });
+    gateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: upstream.url, allowedRoots: [root], logger: silentLogger });
   });
 
   afterAll(async () => {

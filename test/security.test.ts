@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDemoScript, startScriptedA2AServer, type ScriptedA2AServer } from "../src/demo/index.js";
 import { createLogger, startGateway, type RunningGateway } from "../src/gateway.js";
 import { FileThreadStore } from "../src/state/file-store.js";
-import { envelopeProblems, httpCall, inputFor, postJson, quietLogger, replyProblems, sseEvents, type Reply } from "./helpers/faults.js";
+import { envelopeProblems, httpCall, inputFor, postJson, silentLogger, replyProblems, sseEvents, type Reply } from "./helpers/faults.js";
 
 const AUTH_TOKEN = "AUTH-TOKEN-SECRET-5a7f";
 const A2A_TOKEN = "A2A-TOKEN-SECRET-6b8e";
@@ -161,7 +161,7 @@ describe("thread ids never name a path outside <stateDir>/threads", () => {
   it("each hostile id runs, lands in one safe file inside threads/, and loads back under its own id", async () => {
     const dir = path.join(root, "ids");
     const ids = new FileThreadStore({ dir });
-    const local = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: upstream.url, a2aToken: A2A_TOKEN, stateDir: dir, allowedRoots: [root], logger: quietLogger });
+    const local = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: upstream.url, a2aToken: A2A_TOKEN, stateDir: dir, allowedRoots: [root], logger: silentLogger });
     try {
       for (const threadId of IDS) {
         const reply = await postJson(local.url, { ...inputFor(workspace), threadId });

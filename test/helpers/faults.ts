@@ -9,11 +9,7 @@ import * as fsp from "node:fs/promises";
 import { request as httpRequest, Agent as HttpAgent } from "node:http";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { isDeepStrictEqual } from "node:util";
-import { EventSchema } from "@ag-ui/core/schemas";
 import fc from "fast-check";
-import pino from "pino";
-import { verifyAguiStream } from "../../marbles/verify.js";
 import type { A2AMessage, A2AStreamResponse, JsonObject } from "../../operators/types.js";
 import { RequestMalformedError } from "@a2a-js/sdk/errors";
 import { startScriptedA2AServer, type ScriptItem, type ScriptedA2AServer, type TurnContext } from "../../src/demo/index.js";
@@ -21,11 +17,16 @@ import { startGateway, type RunningGateway } from "../../src/gateway.js";
 import type { FsLayer } from "../../src/state/file-store.js";
 import { FileThreadStore } from "../../src/state/file-store.js";
 import { isObject } from "../../operators/lib/json.js";
+import { parseSse, type WireEvent as Event } from "./sse.js";
+import { streamProblems } from "./checks.js";
+import { silentLogger } from "./logger.js";
+
+export { RUN_ERROR_CODES, streamProblems } from "./checks.js";
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const CLI = path.join(REPO, "dist", "src", "cli.js");
 
-export const quietLogger = pino({ level: "silent" });
+export { silentLogger } from "./logger.js";
 
 /** Every code a pre-SSE JSON envelope may carry (seeds' table + the HTTP layer's own). */
 export const ENVELOPE_CODES: ReadonlySet<string> = new Set([
@@ -58,24 +59,7 @@ export const ENVELOPE_CODES: ReadonlySet<string> = new Set([
   "REQUEST_TIMEOUT",
 ]);
 
-/** Every RUN_ERROR code (operators/types.ts RunErrorCode). */
-export const RUN_ERROR_CODES: ReadonlySet<string> = new Set([
-  "INVALID_INPUT",
-  "EXECUTION_LOST",
-  "EXECUTION_EXPIRED",
-  "RESUME_ALREADY_APPLIED",
-  "UNKNOWN_INTERRUPT",
-  "INCOMPLETE_RESUME",
-  "RESUME_PAYLOAD_INVALID",
-  "A2A_PROTOCOL_ERROR",
-  "STATE_PERSISTENCE_FAILED",
-  "A2A_UNAVAILABLE",
-  "A2A_EXECUTION_FAILED",
-  "CANCELLED",
-  "SESSION_BACKUP_NOT_READY",
-]);
-
-export type Event = { type: string; [key: string]: unknown };
+export type { WireEvent as Event } from "./sse.js";
 
 export interface Reply {
   status: number;
@@ -140,41 +124,8 @@ export function inputFor(cwd: string, overrides: { prompt?: string; iacCode?: Js
 
 /** SSE bytes → events, with a problem for every record that breaks the framing contract. */
 export function sseEvents(text: string): { events: Event[]; problems: string[] } {
-  const problems: string[] = [];
-  const events: Event[] = [];
-  if (text.includes("\r")) problems.push("CR in the SSE bytes");
-  const pieces = text.split("\n\n");
-  if (pieces.pop() !== "") problems.push("the stream does not end on a record boundary");
-  for (const piece of pieces) {
-    if (piece === ": heartbeat") continue;
-    if (!piece.startsWith("data: ") || piece.includes("\n")) {
-      problems.push(`bad record ${JSON.stringify(piece.slice(0, 60))}`);
-      continue;
-    }
-    try {
-      events.push(JSON.parse(piece.slice(6)) as Event);
-    } catch {
-      problems.push(`record is not JSON ${JSON.stringify(piece.slice(0, 60))}`);
-    }
-  }
+  const { events, problems } = parseSse(text);
   return { events, problems };
-}
-
-/** Schema of every event (strict: no key lost), verifyAguiStream, one terminal event with a known code. */
-export function streamProblems(events: readonly Event[], tolerateToolCallIds: readonly string[] = []): string[] {
-  const problems: string[] = [];
-  for (const event of events) {
-    const parsed = EventSchema.safeParse(event);
-    if (!parsed.success) problems.push(`${event.type} fails EventSchema`);
-    else if (!isDeepStrictEqual(parsed.data, event)) problems.push(`${event.type} loses keys under EventSchema`);
-  }
-  const tolerated = new Set(tolerateToolCallIds.map((id) => `TOOL_CALL_RESULT for unknown tool call ${id}`));
-  for (const p of verifyAguiStream(events, { strict: true })) if (!tolerated.has(p.problem)) problems.push(`verify: ${p.problem}`);
-  const last = events.at(-1);
-  if (events[0]?.type !== "RUN_STARTED") problems.push(`starts with ${events[0]?.type}`);
-  if (last?.type !== "RUN_FINISHED" && last?.type !== "RUN_ERROR") problems.push(`ends with ${last?.type}`);
-  if (last?.type === "RUN_ERROR" && !RUN_ERROR_CODES.has(String(last["code"]))) problems.push(`unknown RUN_ERROR code ${String(last["code"])}`);
-  return problems;
 }
 
 /** A refusal must be exactly {"error":{"code","message"}} with a known code and a < 500 status (503 only for state). */
@@ -561,7 +512,7 @@ export async function runCrashPoint(upstream: CrashUpstream, root: string, point
 
   // A clean gateway on the same directory: what a client holding the interrupt (announced, or recovered by
   // another client from the durable pending set) gets when it resumes.
-  const gateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: upstream.server.url, stateDir, allowedRoots: [dir], logger: quietLogger });
+  const gateway = await startGateway({ host: "127.0.0.1", port: 0, a2aUrl: upstream.server.url, stateDir, allowedRoots: [dir], logger: silentLogger });
   try {
     const interruptId = announced ?? pendingIds[0];
     if (interruptId !== undefined) {

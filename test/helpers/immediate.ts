@@ -3,8 +3,9 @@
 // `npm run soak` runs the same round trips at a larger count.
 import type { RunAgentInput } from "@ag-ui/client";
 import { runInput } from "./run-input.js";
+import { SseSplitter, isTerminal, type WireEvent } from "./sse.js";
 
-export type WireEvent = { type: string; [key: string]: unknown };
+export type { WireEvent } from "./sse.js";
 
 /** POSTs `body` and resolves with the events up to the first terminal one (the rest is not awaited). */
 export async function eventsUntilTerminal(url: string, body: unknown): Promise<{ status: number; events: WireEvent[]; text?: string }> {
@@ -15,20 +16,14 @@ export async function eventsUntilTerminal(url: string, body: unknown): Promise<{
   });
   if (response.status !== 200 || !response.body) return { status: response.status, events: [], text: await response.text() };
   const reader = response.body.getReader();
-  const decoder = new TextDecoder();
+  const splitter = new SseSplitter();
   const events: WireEvent[] = [];
-  let buffer = "";
   for (;;) {
     const { value, done } = await reader.read();
     if (done) return { status: 200, events };
-    buffer += decoder.decode(value, { stream: true });
-    for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
-      const record = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      if (!record.startsWith("data: ")) continue;
-      const event = JSON.parse(record.slice(6)) as WireEvent;
+    for (const event of splitter.push(value)) {
       events.push(event);
-      if (event.type === "RUN_FINISHED" || event.type === "RUN_ERROR") {
+      if (isTerminal(event)) {
         void reader.cancel().catch(() => undefined);
         return { status: 200, events };
       }
