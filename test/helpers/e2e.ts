@@ -2,12 +2,10 @@
 // 127.0.0.1, a valid RunAgentInput, the real @ag-ui/client HttpAgent as the consumer, and raw-byte
 // readers for the SSE framing contract. Every run read through here is schema-checked and verified.
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { HttpAgent, type AgentSubscriber, type BaseEvent, type RunAgentInput } from "@ag-ui/client";
 import { expect, vi } from "vitest";
-import type { A2AStreamResponse, JsonObject } from "../../operators/types.js";
 import {
   createDemoScript,
   startRawA2AServer,
@@ -24,6 +22,11 @@ import { e2eDemoScript } from "./pacing.js";
 
 import { runProblems } from "./checks.js";
 import { silentLogger } from "./logger.js";
+
+export { postRaw, rawHttp, replyOf, type RawReply } from "./http.js";
+import { frame } from "./frames.js";
+
+export { frame } from "./frames.js";
 import { SseSplitter, parseSse, type SseRecord, type WireEvent } from "./sse.js";
 
 export type { SseRecord, WireEvent } from "./sse.js";
@@ -193,37 +196,6 @@ export function expectValidRun(events: readonly WireEvent[]): void {
   expect(runProblems(events)).toEqual([]);
 }
 
-// ---- raw HTTP --------------------------------------------------------------------------------
-
-export interface RawReply {
-  status: number;
-  headers: Headers;
-  text: string;
-  json?: any;
-}
-
-/** POST with fetch; `body` objects are JSON-encoded, strings and buffers are sent as they are. */
-export async function postRaw(
-  url: string,
-  body: unknown,
-  headers: Record<string, string> = { "Content-Type": "application/json" },
-): Promise<RawReply> {
-  const payload = typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body);
-  const response = await fetch(url, { method: "POST", headers, body: payload });
-  return replyOf(response);
-}
-
-export async function replyOf(response: Response): Promise<RawReply> {
-  const text = await response.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: response.status, headers: response.headers, text, ...(json !== undefined && { json }) };
-}
-
 /**
  * Splits the gateway's SSE bytes and asserts the framing contract: LF only, each record either the exact
  * heartbeat comment or one `data: ` line of compact JSON, and the stream ends on a record boundary.
@@ -320,28 +292,6 @@ export async function waitFor(check: () => boolean, timeoutMs = 5_000): Promise<
   return check();
 }
 
-/** Status-update frames for hand-written scripts; ids default to the turn's. */
-export const frame = {
-  status(state: string, opts: { text?: string; messageId?: string; iac?: JsonObject; sessionId?: string } = {}): A2AStreamResponse {
-    const iac: JsonObject = { ...opts.iac };
-    if (opts.sessionId !== undefined) iac["iacCodeSessionId"] = opts.sessionId;
-    return {
-      statusUpdate: {
-        status: {
-          state,
-          ...(opts.text !== undefined && {
-            message: { messageId: opts.messageId ?? "agent-message-1", role: "ROLE_AGENT", parts: [{ text: opts.text }] },
-          }),
-        },
-        ...(Object.keys(iac).length > 0 && { metadata: { iac_code: iac } }),
-      },
-    };
-  },
-  working(opts: { text?: string; messageId?: string; iac?: JsonObject; sessionId?: string } = {}): A2AStreamResponse {
-    return frame.status("TASK_STATE_WORKING", opts);
-  },
-};
-
 /** The text of a turn's user message, which hand-written scripts are chosen by. */
 export function promptOf(turn: TurnContext): string {
   return (turn.userMessage.parts ?? []).map((p) => p.text ?? "").join("");
@@ -360,54 +310,4 @@ export function slowTurn(sessionId: string, ticks = 200, delayMs = 50): ScriptIt
     ...Array.from({ length: ticks }, (_, i): ScriptItem[] => [frame.working({ text: `tick ${i} `, messageId: "m-slow" }), { delayMs }]).flat(),
     frame.status("TASK_STATE_COMPLETED", { sessionId }),
   ];
-}
-
-/**
- * A request over node:http for what fetch cannot send: a declared Content-Length larger than the body,
- * or a long chunked body. Chunks are written until the server answers (then the rest is dropped).
- */
-export function rawHttp(
-  url: string,
-  options: { method?: string; headers?: Record<string, string>; chunks?: Iterable<Buffer | string> },
-): Promise<RawReply> {
-  return new Promise((resolve, reject) => {
-    let answered = false;
-    const req = httpRequest(url, { method: options.method ?? "POST", headers: options.headers ?? {} }, (res) => {
-      answered = true;
-      const parts: Buffer[] = [];
-      res.on("data", (chunk: Buffer) => parts.push(chunk));
-      res.on("error", reject);
-      res.on("end", () => {
-        req.destroy();
-        const text = Buffer.concat(parts).toString("utf8");
-        const headers = new Headers();
-        for (const [key, value] of Object.entries(res.headers)) if (typeof value === "string") headers.set(key, value);
-        let json: unknown;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, headers, text, ...(json !== undefined && { json }) });
-      });
-    });
-    // The server may cut the upload short once it has answered; that is the point, not a failure.
-    req.on("error", (error) => {
-      if (!answered) reject(error);
-    });
-    void (async () => {
-      for (const chunk of options.chunks ?? []) {
-        if (answered || req.destroyed) return;
-        if (!req.write(chunk)) await new Promise<void>((done) => {
-          req.once("drain", done);
-          req.once("close", done);
-        });
-      }
-      if (!answered && !req.destroyed && !("content-length" in lowerKeys(options.headers))) req.end();
-    })();
-  });
-}
-
-function lowerKeys(headers: Record<string, string> | undefined): Record<string, string> {
-  return Object.fromEntries(Object.entries(headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
 }

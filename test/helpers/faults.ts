@@ -6,7 +6,6 @@ import { randomUUID } from "node:crypto";
 import { runInput, type InputOverrides } from "./run-input.js";
 import { readdirSync } from "node:fs";
 import * as fsp from "node:fs/promises";
-import { request as httpRequest, Agent as HttpAgent } from "node:http";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import fc from "fast-check";
@@ -20,6 +19,10 @@ import { isObject } from "../../operators/lib/json.js";
 import { parseSse, type WireEvent as Event } from "./sse.js";
 import { streamProblems } from "./checks.js";
 import { silentLogger } from "./logger.js";
+import { httpCall, postJson, type Reply } from "./http.js";
+import { statusFrame } from "./frames.js";
+
+export { httpCall, postJson, type Reply } from "./http.js";
 
 export { RUN_ERROR_CODES, streamProblems } from "./checks.js";
 
@@ -60,62 +63,6 @@ export const ENVELOPE_CODES: ReadonlySet<string> = new Set([
 ]);
 
 export type { WireEvent as Event } from "./sse.js";
-
-export interface Reply {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: Buffer;
-  text: string;
-  json?: any;
-}
-
-// One keep-alive pool for all test traffic, so thousands of cases do not cost thousands of sockets.
-const agent = new HttpAgent({ keepAlive: true, maxSockets: 64 });
-
-/** A request over node:http (which, unlike fetch, sends any method and latin-1 header bytes). */
-export function httpCall(
-  url: string,
-  options: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array; timeoutMs?: number; path?: string } = {},
-): Promise<Reply> {
-  const target = new URL(url);
-  return new Promise((resolve, reject) => {
-    // node:http frames a DELETE/OPTIONS body with neither Content-Length nor chunking; say the length always.
-    const length = options.body === undefined ? {} : { "Content-Length": String(Buffer.byteLength(options.body)) };
-    // `path` goes out verbatim ("//x", "/%00"), never through URL resolution.
-    const where = { host: target.hostname, port: target.port, path: options.path ?? `${target.pathname}${target.search}` };
-    const req = httpRequest({ ...where, method: options.method ?? "POST", headers: { ...options.headers, ...length }, agent }, (res) => {
-      const parts: Buffer[] = [];
-      res.on("data", (chunk: Buffer) => parts.push(chunk));
-      res.on("error", reject);
-      res.on("end", () => {
-        clearTimeout(timer);
-        const body = Buffer.concat(parts);
-        const text = body.toString("utf8");
-        let json: unknown;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, text, ...(json !== undefined && { json }) });
-      });
-    });
-    const timer = setTimeout(() => req.destroy(new Error(`no answer within ${options.timeoutMs ?? 15_000} ms`)), options.timeoutMs ?? 15_000);
-    req.on("error", (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    if (options.body !== undefined) req.end(options.body);
-    else req.end();
-  });
-}
-
-export function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Reply> {
-  return httpCall(url, {
-    headers: { "Content-Type": "application/json", Accept: "text/event-stream", ...headers },
-    body: typeof body === "string" ? body : JSON.stringify(body),
-  });
-}
 
 /** A valid RunAgentInput with fresh ids for workspace `cwd`, as a plain JSON object to mutate. */
 export function inputFor(cwd: string, overrides: { prompt?: string; iacCode?: JsonObject; [key: string]: unknown } = {}): Record<string, unknown> {
@@ -265,15 +212,9 @@ export class FaultyFs {
 
 /** A turn of `count` text deltas "<i>;" in one message, then COMPLETED; the client checks the sequence. */
 export function* numberedTurn(count: number): Generator<ScriptItem> {
-  yield { statusUpdate: { status: { state: "TASK_STATE_WORKING" }, metadata: { iac_code: { iacCodeSessionId: "load-session" } } } };
-  for (let i = 0; i < count; i++) {
-    yield {
-      statusUpdate: {
-        status: { state: "TASK_STATE_WORKING", message: { messageId: "m-load", role: "ROLE_AGENT", parts: [{ text: `${i};` }] } },
-      },
-    };
-  }
-  yield { statusUpdate: { status: { state: "TASK_STATE_COMPLETED" } } };
+  yield statusFrame("TASK_STATE_WORKING", { sessionId: "load-session" });
+  for (let i = 0; i < count; i++) yield statusFrame("TASK_STATE_WORKING", { text: `${i};`, messageId: "m-load" });
+  yield statusFrame("TASK_STATE_COMPLETED");
 }
 
 /** Problems with a numbered run: deltas must read 0;1;2;…;count-1; exactly. */
@@ -318,14 +259,13 @@ export async function startCrashUpstream(port?: number): Promise<CrashUpstream> 
   const parked = new Map<string, Parked>();
   const applied = new Map<string, number>();
   const received = new Map<string, number>();
-  const status = (turn: TurnContext, state: string, iac: JsonObject = {}, text?: string): A2AStreamResponse => ({
-    statusUpdate: {
+  const status = (turn: TurnContext, state: string, iac: JsonObject = {}, text?: string): A2AStreamResponse =>
+    statusFrame(state, {
       taskId: turn.taskId,
       contextId: turn.contextId,
-      status: { state, ...(text !== undefined && { message: { messageId: `${turn.taskId}-${turn.turnIndex}`, role: "ROLE_AGENT", parts: [{ text }] } }) },
-      metadata: { iac_code: { iacCodeSessionId: `session-${turn.contextId}`, ...iac } },
-    },
-  });
+      ...(text !== undefined && { text, messageId: `${turn.taskId}-${turn.turnIndex}` }),
+      iac: { iacCodeSessionId: `session-${turn.contextId}`, ...iac },
+    });
   const script = function* (turn: TurnContext): Generator<ScriptItem> {
     const answer = answerOf(turn.userMessage);
     if (answer) {

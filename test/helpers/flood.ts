@@ -2,7 +2,7 @@
 // chosen pace, /health timed from a process of its own, and large JSON bodies. Nothing here imports vitest.
 import { spawn } from "node:child_process";
 import { request as httpRequest } from "node:http";
-import type { Reply } from "./faults.js";
+import { readReply, type Reply } from "./http.js";
 
 /** POSTs `body` on a fresh connection, `chunk` bytes every `everyMs` (0: as fast as the socket takes it). */
 export function upload(url: string, body: Buffer, opts: { chunk?: number; everyMs?: number; chunked?: boolean } = {}): Promise<Reply | Error> {
@@ -11,20 +11,10 @@ export function upload(url: string, body: Buffer, opts: { chunk?: number; everyM
     const headers: Record<string, string> = { "Content-Type": "application/json", Connection: "close" };
     if (!opts.chunked) headers["Content-Length"] = String(body.length);
     const req = httpRequest({ host: target.hostname, port: target.port, path: "/", method: "POST", headers, agent: false }, (res) => {
-      const parts: Buffer[] = [];
-      res.on("data", (c: Buffer) => parts.push(c));
-      res.on("end", () => {
-        const text = Buffer.concat(parts).toString("utf8");
-        let json: unknown;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts), text, ...(json !== undefined && { json }) });
+      readReply(res).then((reply) => {
+        resolve(reply);
         req.destroy();
-      });
-      res.on("error", resolve);
+      }, resolve);
     });
     req.on("error", resolve);
     const chunk = opts.chunk ?? 256 * 1024;

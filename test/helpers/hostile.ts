@@ -3,7 +3,7 @@
 // that plays them by prompt, and a reader for length-prefixed protobuf bodies.
 import { decode } from "@ag-ui/proto";
 import type { RawExchange, RawResponder } from "../../src/demo/index.js";
-import type { Event } from "./faults.js";
+import type { WireEvent as Event } from "./sse.js";
 
 export const TASK = "hostile-task";
 
