@@ -3,6 +3,7 @@
 import { lstat, mkdir, readlink, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import { INPUT_ERROR_BASES as B, type InputErrorBase, InputError } from "./input.js";
+import { errnoCode } from "../errno.js";
 
 const CWD_FIELD = "forwardedProps.iacCode.cwd";
 // Same bound as Linux's MAXSYMLINKS: a cycle ends as "invalid" instead of looping.
@@ -35,8 +36,8 @@ export async function resolveCwd(raw: string, allowedRoots: readonly string[]): 
   try {
     existing = await stat(resolved);
   } catch (error) {
-    if (errorCode(error) === "ENOENT") return createWorkspace(resolved, roots);
-    if (errorCode(error) === "ENOTDIR") throw cwdError(B.cwdCannotCreate);
+    if (errnoCode(error) === "ENOENT") return createWorkspace(resolved, roots);
+    if (errnoCode(error) === "ENOTDIR") throw cwdError(B.cwdCannotCreate);
     throw cwdError(B.cwdInvalid);
   }
   if (!existing.isDirectory()) throw cwdError(B.cwdNotDirectory);
@@ -69,7 +70,7 @@ async function mkdirParents(target: string): Promise<void> {
     try {
       await mkdir(current, { mode: 0o700 });
     } catch (error) {
-      if (errorCode(error) !== "EEXIST") throw cwdError(B.cwdCannotCreate);
+      if (errnoCode(error) !== "EEXIST") throw cwdError(B.cwdCannotCreate);
       const isDirectory = await stat(current).then((info) => info.isDirectory(), () => false);
       if (!isDirectory) throw cwdError(B.cwdCannotCreate);
     }
@@ -118,7 +119,7 @@ async function physicalPath(absolute: string): Promise<string> {
     try {
       info = await lstat(candidate);
     } catch (error) {
-      const code = errorCode(error);
+      const code = errnoCode(error);
       if (code !== "ENOENT" && code !== "ENOTDIR") throw cwdError(B.cwdInvalid);
       missing = true;
       current = candidate;
@@ -151,6 +152,3 @@ function isUnderAny(candidate: string, roots: readonly string[]): boolean {
   });
 }
 
-function errorCode(error: unknown): string | undefined {
-  return typeof error === "object" && error !== null ? (error as { code?: string }).code : undefined;
-}

@@ -8,6 +8,7 @@ import path from "node:path";
 import { threadFileStem } from "./thread-key.js";
 import { StateUnavailableError, type ThreadRecord, type ThreadStore } from "./thread-store.js";
 import { assertStorable, parseThreadRecord } from "./validate.js";
+import { errnoCode } from "../errno.js";
 
 /** The fs/promises functions the store calls; tests replace some to inject ENOSPC, EROFS, EIO. */
 export interface FsLayer {
@@ -70,10 +71,10 @@ export class FileThreadStore implements ThreadStore {
       if (!info.isFile()) throw unavailable("the thread file is not a regular file");
       text = await this.readRegularFile(file);
     } catch (error) {
-      if (errorCode(error) === "ENOENT") return undefined;
+      if (errnoCode(error) === "ENOENT") return undefined;
       if (error instanceof StateUnavailableError) throw error;
-      if (errorCode(error) === "ELOOP") throw unavailable("the thread file is a symlink", error);
-      throw unavailable(`the thread file cannot be read (${errorCode(error) ?? "error"})`, error);
+      if (errnoCode(error) === "ELOOP") throw unavailable("the thread file is a symlink", error);
+      throw unavailable(`the thread file cannot be read (${errnoCode(error) ?? "error"})`, error);
     }
     let json: unknown;
     try {
@@ -90,7 +91,7 @@ export class FileThreadStore implements ThreadStore {
     try {
       names = await fsp.readdir(this.threadsDir);
     } catch (error) {
-      if (errorCode(error) === "ENOENT") return [];
+      if (errnoCode(error) === "ENOENT") return [];
       throw error;
     }
     const ids: string[] = [];
@@ -226,10 +227,6 @@ function compareCodePoints(a: string, b: string): number {
   return left.length - right.length;
 }
 
-function errorCode(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? code : undefined;
-}
 
 function unavailable(reason: string, cause?: unknown): StateUnavailableError {
   return new StateUnavailableError(`thread state is unavailable: ${reason}`, cause === undefined ? undefined : { cause });
