@@ -1,0 +1,86 @@
+// Admission (reference-adapter §8.1), under the thread's lock: replays and conflicts are refused, a turn
+// rotates the execution, and the run id is written before the run may start.
+import { createHash, randomUUID } from "node:crypto";
+import { canonicalJson, type A2APart } from "../../operators/index.js";
+import { normalizeLanguage, translate, type Language } from "../i18n/index.js";
+import { rememberRunDigest, runDigestOf } from "../state/windows.js";
+import { admission } from "./errors.js";
+import type { RunRequest } from "./input.js";
+import { declaresAgui1 } from "./protocol.js";
+import { loadRecovered } from "./recovery.js";
+import { interruptsOf } from "./resume.js";
+import { cancelUpstream, type RunContext, type RunTicket } from "./run-context.js";
+import { allExpired, hasPending, newThreadRecord, resumesUnderInterruptedRun, rotateExecution } from "./thread-record.js";
+
+export function runDigest(body: unknown): string {
+  return createHash("sha256").update(canonicalJson(body), "utf8").digest("hex");
+}
+
+/** `digest` covers the raw request body; `parts` were built and checked before, so nothing invalid ever takes a run id. */
+export function admitRun(
+  context: RunContext,
+  request: RunRequest,
+  digest: string,
+  cwd: string,
+  parts: A2APart[],
+  messageId: string,
+  language: Language,
+): Promise<RunTicket> {
+  return context.threads.locked(request.threadId, async () => {
+    if (!context.accepting) throw admission.shuttingDown();
+    const { threadId, runId, iacCode } = request;
+    const isResume = request.resume !== undefined;
+    let kind: RunTicket["kind"] = isResume ? "resume" : "turn";
+    let record = await loadRecovered(context, threadId);
+    const before = record ? structuredClone(record) : undefined;
+    if (!record) {
+      if (isResume) throw admission.executionLost();
+      record = newThreadRecord(threadId, cwd, iacCode.userId ?? null, iacCode.rosInvocationId, context.newExecutionId());
+    } else {
+      const seen = runDigestOf(record, runId);
+      if (seen !== undefined && !(isResume && seen !== digest && resumesUnderInterruptedRun(record, runId))) {
+        throw seen === digest ? admission.duplicateRunId() : admission.runIdConflict();
+      }
+      if (context.activeRuns.has(threadId)) throw admission.threadBusy();
+      if (record.cwd !== cwd || record.userId !== (iacCode.userId ?? null)) throw admission.bindingConflict();
+      if (!isResume && allExpired(record, Date.now())) {
+        // Nobody answered in time: the interrupt is gone and so is the parked A2A task.
+        void cancelUpstream(context, structuredClone(record));
+        record.execution.pending = {};
+      }
+      if (isResume) {
+        if (record.execution.rosInvocationId !== iacCode.rosInvocationId) throw admission.resumeMismatch();
+      } else if (hasPending(record)) {
+        // AG-UI 1.0 lets a producer end a run with the interrupt outcome again: a client that lost its
+        // interrupts (a reload, a restarted CopilotKit runtime) can show them. The text is not sent.
+        if (!declaresAgui1(request.protocolVersion) || record.execution.taskId === null) {
+          throw admission.resumeRequired(interruptsOf(record.execution.pending, (english, lang) => translate(normalizeLanguage(lang) ?? language, english)));
+        }
+        kind = "reshow";
+      } else {
+        rotateExecution(record, iacCode.rosInvocationId, context.newExecutionId(), context.window);
+      }
+    }
+    rememberRunDigest(record, runId, digest, context.window);
+    // Admitted once: the next interrupt names its own run.
+    delete record.execution.interruptedRunId;
+    const ticket: RunTicket = { request, record, language, kind, parts, messageId, startedAt: Date.now(), requestId: randomUUID(), interrupted: false };
+    context.threads.keep(record);
+    context.activeRuns.set(threadId, ticket);
+    context.options.onActivity?.();
+    try {
+      await context.threads.persist(record);
+      context.logger.info(
+        { requestId: ticket.requestId, threadId, runId, executionId: record.execution.executionId, kind: ticket.kind, language },
+        "run admitted",
+      );
+    } catch (error) {
+      context.activeRuns.delete(threadId);
+      // The refused request does not consume its run id.
+      await context.threads.restore(threadId, before);
+      context.logger.warn({ err: error, threadId }, "admission write failed");
+      throw admission.stateUnavailable();
+    }
+    return ticket;
+  });
+}

@@ -1,0 +1,47 @@
+// The observer route: a read-only re-attachment to a running execution (GetTask snapshot, then
+// SubscribeToTask). It never writes state, never cancels, and ends with exactly one terminal event.
+import type { Observable } from "rxjs";
+import { createAguiPipeline, type AguiOutput } from "../../operators/index.js";
+import { normalizeLanguage, translate, type Language } from "../i18n/index.js";
+import { runDigestOf } from "../state/windows.js";
+import { AdmissionError } from "./errors.js";
+import type { RunContext } from "./run-context.js";
+import { snapshotThenLive } from "./task-frames.js";
+
+export async function reattach(
+  context: RunContext,
+  executionId: string,
+  threadId: string,
+  runId: string,
+  rosInvocationId: string,
+  language: Language,
+): Promise<Observable<AguiOutput>> {
+  const record = await context.threads.load(threadId);
+  const execution = record?.execution;
+  if (!record || !execution || execution.executionId !== executionId || execution.taskId === null) {
+    throw new AdmissionError(404, "EXECUTION_NOT_FOUND", "The execution was not found.");
+  }
+  if (execution.rosInvocationId !== rosInvocationId || runDigestOf(record, runId) === undefined) {
+    throw new AdmissionError(404, "EXECUTION_NOT_FOUND", "The execution was not found.");
+  }
+  const taskId = execution.taskId;
+  return snapshotThenLive(context, taskId).pipe(
+    createAguiPipeline({
+      threadId,
+      runId,
+      contextId: record.contextId,
+      taskId,
+      session: {
+        executionId,
+        rosInvocationId,
+        ...(record.iacCodeSessionId !== null && { sessionId: record.iacCodeSessionId }),
+        emitOn: "first-frame",
+      },
+      isInputApplied: (inputId) => record.appliedResumeDigests.some((d) => d.executionId === executionId && d.interruptId === inputId),
+      historyFallback: false,
+      heartbeat: { intervalMs: context.options.heartbeatMs },
+      language,
+      translate: (english, lang) => translate(normalizeLanguage(lang) ?? language, english),
+    }),
+  );
+}

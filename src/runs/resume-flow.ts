@@ -1,0 +1,170 @@
+// A resume: restore the session, check the task, reconcile the pending set, validate every answer, then
+// deliver each one to the same A2A task. Nothing is removed from pending before A2A accepted it.
+import { EMPTY, concat, concatMap, defer, catchError, from, of, throwError, throwIfEmpty, type Observable } from "rxjs";
+import { RunError, type A2AStreamResponse, type A2ATask } from "../../operators/index.js";
+import { buildIacCodeMetadata, buildUserMessage, type FlowGate } from "../a2a/index.js";
+import { answerRejected, isTaskAlreadyTerminal, isTaskNotFound, toRunError } from "../a2a/error-mapping.js";
+import type { ThreadRecord } from "../state/thread-store.js";
+import { rememberAppliedDigest } from "../state/windows.js";
+import { encodeAnswer, planResume, type PlannedAnswer } from "./resume.js";
+import { cancelUpstream, failClosed, type RunContext, type RunTicket } from "./run-context.js";
+import { followTask, pendingFrame, toolFrame } from "./task-frames.js";
+import { hasPending, markTerminal } from "./thread-record.js";
+
+export function resumeFrames(context: RunContext, ticket: RunTicket, flow: FlowGate): Observable<A2AStreamResponse> {
+  const { record } = ticket;
+  const execution = record.execution;
+  return defer(async () => {
+    try {
+      const task = execution.taskId !== null && hasPending(record) ? await checkTask(context, ticket) : undefined;
+      const plan = planResume(record, ticket.request.resume ?? [], task, Date.now());
+      await context.threads
+        .persist(record)
+        .catch((error) => failClosed(context, ticket, error, "The interrupted execution state could not be committed."));
+      const recovery = plan.kind === "apply" ? await pipelineRecovery(context, record) : undefined;
+      return { plan, recovery };
+    } catch (error) {
+      if (error instanceof RunError && (error.code === "EXECUTION_EXPIRED" || error.code === "EXECUTION_LOST") && execution.taskId !== null) {
+        if (error.code === "EXECUTION_EXPIRED") await cancelUpstream(context, record);
+        execution.pending = {};
+        markTerminal(record, context.window);
+        await context.threads.persist(record).catch(() => undefined);
+      }
+      throw error;
+    }
+  }).pipe(
+    concatMap(({ plan, recovery }): Observable<A2AStreamResponse> => {
+      if (plan.kind === "announce") return of(pendingFrame(record));
+      if (plan.kind === "cancel") return from(cancelByAnswer(context, ticket));
+      return deliverAnswers(context, ticket, plan.answers, flow, recovery ? [recovery] : []);
+    }),
+  );
+}
+
+/** Session restore and task identity before anything is sent (reference-adapter §4.4 steps 2–3). */
+async function checkTask(context: RunContext, ticket: RunTicket): Promise<A2ATask> {
+  const { record } = ticket;
+  const taskId = record.execution.taskId!;
+  if (record.iacCodeSessionId !== null) {
+    const restored = await context.a2a.ensureSessionRestored({ cwd: record.cwd, sessionId: record.iacCodeSessionId, taskId });
+    if (restored === false) throw new RunError("EXECUTION_LOST", "The iac-code session to resume is unavailable.");
+  }
+  let task: A2ATask;
+  try {
+    task = await context.a2a.getTask(taskId);
+  } catch (error) {
+    if (isTaskNotFound(error)) throw new RunError("EXECUTION_LOST", "The A2A task to resume is unavailable.");
+    throw toRunError(error, "A2A_UNAVAILABLE");
+  }
+  if (task.id !== taskId || (task.contextId !== undefined && task.contextId !== "" && task.contextId !== record.contextId)) {
+    throw new RunError("A2A_PROTOCOL_ERROR", "The A2A task identity does not match the interrupted run.");
+  }
+  return task;
+}
+
+async function cancelByAnswer(context: RunContext, ticket: RunTicket): Promise<never> {
+  const { record } = ticket;
+  try {
+    if (record.execution.taskId !== null) await context.a2a.cancelTask(record.execution.taskId);
+  } catch (error) {
+    if (!isTaskAlreadyTerminal(error)) throw toRunError(error, "A2A_UNAVAILABLE");
+  }
+  record.execution.pending = {};
+  markTerminal(record, context.window);
+  await context.threads.persist(record).catch(() => undefined);
+  throw new RunError("CANCELLED", "The execution was cancelled by the interrupt response.");
+}
+
+/**
+ * Every answer reaches A2A: sideband permissions by SendMessage each, then the task is observed
+ * (snapshot, subscribe); otherwise all answers but the last by SendMessage, the last as a stream whose
+ * first frame is the acceptance.
+ */
+function deliverAnswers(
+  context: RunContext,
+  ticket: RunTicket,
+  answers: PlannedAnswer[],
+  flow: FlowGate,
+  recovery: A2AStreamResponse[],
+): Observable<A2AStreamResponse> {
+  const { record } = ticket;
+  const taskId = record.execution.taskId!;
+  const sideband = answers.every((a) => a.pending.value.kind === "permission" && a.pending.sideband);
+  const toolResults = answers.flatMap((a) => {
+    const result = encodeAnswer(a, taskId, record.contextId).toolResult;
+    return result ? [toolFrame(taskId, record.contextId, result)] : [];
+  });
+  const send = async (answer: PlannedAnswer, messageId: string) => {
+    await context.a2a.sendMessage(answerMessage(ticket, answer, messageId), { timeoutMs: 3_600_000 }).catch((error) => {
+      throw answerRejected(error);
+    });
+    await accept(context, ticket, [answer]);
+  };
+  if (sideband) {
+    return defer(async () => {
+      for (const answer of answers) await send(answer, `agui-resume-${answer.entry.interruptId}`);
+    }).pipe(concatMap(() => concat(of(...recovery, ...toolResults), followTask(context, taskId, flow))));
+  }
+  const last = answers[answers.length - 1]!;
+  const streamed = defer(() =>
+    context.a2a.sendStreamingMessage(answerMessage(ticket, last, `agui-resume-${ticket.request.runId}-${last.entry.interruptId}`), { flow }),
+  ).pipe(
+    catchError((error: unknown) => throwError(() => answerRejected(error))),
+    throwIfEmpty(() => new RunError("A2A_UNAVAILABLE", "The A2A interrupt response was not accepted.")),
+    concatMap((frame, index) =>
+      // Missed pipeline events are shown once the answer is accepted, before what follows it.
+      index === 0 ? from(accept(context, ticket, [last])).pipe(concatMap(() => of(...recovery, frame, ...toolResults))) : of(frame),
+    ),
+  );
+  return concat(
+    defer(async () => {
+      for (const answer of answers.slice(0, -1)) await send(answer, `agui-resume-${ticket.request.runId}-${answer.entry.interruptId}`);
+    }).pipe(concatMap(() => EMPTY)),
+    streamed,
+    // The kernel may close the answer stream before the turn's end: follow the task to its real end.
+    defer(() => followTask(context, taskId, flow)),
+  );
+}
+
+function answerMessage(ticket: RunTicket, answer: PlannedAnswer, messageId: string) {
+  const { request, record, language } = ticket;
+  const encoded = encodeAnswer(answer, record.execution.taskId!, record.contextId);
+  return buildUserMessage({
+    messageId,
+    contextId: record.contextId,
+    taskId: record.execution.taskId!,
+    parts: encoded.parts,
+    metadata: { ...buildIacCodeMetadata({ ...request.iacCode, cwd: record.cwd, language }), ...encoded.metadata },
+  });
+}
+
+/** The kernel took these answers: record them so a replay never applies them twice. */
+async function accept(context: RunContext, ticket: RunTicket, answers: PlannedAnswer[]): Promise<void> {
+  const { record } = ticket;
+  for (const answer of answers) {
+    const id = answer.entry.interruptId;
+    rememberAppliedDigest(record, { executionId: record.execution.executionId, interruptId: id, digest: answer.digest }, context.window);
+    delete record.execution.pending[id];
+  }
+  await context.threads
+    .persist(record)
+    .catch((error) => failClosed(context, ticket, error, "The accepted interrupt response could not be committed."));
+}
+
+/** What parallel pipeline work emitted while the run was parked (reference-adapter §4.4 step 5). */
+async function pipelineRecovery(context: RunContext, record: ThreadRecord): Promise<A2AStreamResponse | undefined> {
+  const execution = record.execution;
+  if (execution.taskId === null || (execution.pipelineSequence === 0 && execution.pipelineOpenSteps.length === 0)) return undefined;
+  const state = await context.a2a.pipelineState(execution.taskId, execution.pipelineSequence).catch((error: unknown) => {
+    context.logger.warn({ err: error, taskId: execution.taskId }, "pipeline recovery failed");
+    return null;
+  });
+  if (!state || typeof state.snapshot !== "object" || state.snapshot === null) return undefined;
+  return {
+    statusUpdate: {
+      taskId: execution.taskId,
+      contextId: record.contextId,
+      metadata: { iac_code: { pipelineSnapshot: state.snapshot, pipelineBatch: { events: state.events ?? [] } } },
+    },
+  } as A2AStreamResponse;
+}

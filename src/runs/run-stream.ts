@@ -1,0 +1,197 @@
+// The run's AG-UI stream: the A2A frames of its kind (turn, resume, re-shown interrupts) projected by the
+// pipeline, with what each event reveals persisted before it is written, and the run released at its end.
+import { EventType, type Interrupt } from "@ag-ui/core";
+import { finalize, of, tap, type Observable } from "rxjs";
+import { RunError, createAguiPipeline, type AguiEvent, type AguiOutput, type RequiredInput } from "../../operators/index.js";
+import type { FlowGate } from "../a2a/index.js";
+import { normalizeLanguage, translate } from "../i18n/index.js";
+import { recordRun } from "../ops/metrics.js";
+import { putOwn, rememberTextSegment } from "../state/windows.js";
+import { declaresAgui1 } from "./protocol.js";
+import { interruptsOf } from "./resume.js";
+import { resumeFrames } from "./resume-flow.js";
+import { cancelUpstream, failClosed, type RunContext, type RunTicket } from "./run-context.js";
+import { pendingFrame, turnFrames } from "./task-frames.js";
+import { boundedOpenSteps, boundedUpstreamId, hasPending, markTerminal } from "./thread-record.js";
+
+/** Unsubscribing before its terminal event is a client disconnect. */
+export function streamRun(context: RunContext, ticket: RunTicket, flow: FlowGate): Observable<AguiOutput> {
+  const { request, record, language } = ticket;
+  const execution = record.execution;
+  const staged: { inputs: RequiredInput[]; interrupts: Interrupt[] } = { inputs: [], interrupts: [] };
+  // A re-shown interrupt is projected like a resume that announces its pending set.
+  const resume = ticket.kind !== "turn";
+  const translateFor = (english: string, lang?: string) => translate(normalizeLanguage(lang) ?? language, english);
+  // While a durable write is in flight the upstream is not read either: frames would only queue up.
+  let committing: Promise<void> | undefined;
+  const gate: FlowGate = { ready: () => committing ?? flow.ready() };
+  const frames =
+    ticket.kind === "reshow" ? of(pendingFrame(record)) : resume ? resumeFrames(context, ticket, gate) : turnFrames(context, ticket, gate);
+  return frames.pipe(
+    createAguiPipeline({
+      threadId: request.threadId,
+      runId: request.runId,
+      ...(request.parentRunId !== undefined && { parentRunId: request.parentRunId }),
+      contextId: record.contextId,
+      ...(resume && execution.taskId !== null && { taskId: execution.taskId }),
+      session: {
+        executionId: execution.executionId,
+        rosInvocationId: execution.rosInvocationId,
+        ...(record.iacCodeSessionId !== null && { sessionId: record.iacCodeSessionId }),
+        // A resume announces the session once the kernel accepted the answer (its first frame).
+        emitOn: resume ? "first-frame" : "ids",
+      },
+      // Read live: answers accepted during this run count too.
+      isInputApplied: (inputId) =>
+        record.appliedResumeDigests.some((d) => d.executionId === execution.executionId && d.interruptId === inputId),
+      knownInterrupts: new Map(interruptsOf(execution.pending, translateFor).map((i) => [i.id, i])),
+      openSteps: execution.pipelineOpenSteps,
+      pipelineSequence: execution.pipelineSequence,
+      historyFallback: !resume,
+      interruptTtlMs: context.options.interruptTtlMs,
+      heartbeat: { intervalMs: context.options.heartbeatMs },
+      language,
+      translate: translateFor,
+      cancelledOutcome: declaresAgui1(request.protocolVersion),
+      observer: {
+        // What the kernel reveals is kept in the thread's state: bounded like every other id there.
+        taskId: (taskId) => {
+          execution.taskId = boundedUpstreamId(taskId);
+        },
+        sessionId: (sessionId) => {
+          record.iacCodeSessionId = boundedUpstreamId(sessionId);
+        },
+        interrupts: (inputs, interrupts) => {
+          staged.inputs = inputs;
+          staged.interrupts = interrupts;
+        },
+        steps: (open) => {
+          execution.pipelineOpenSteps = boundedOpenSteps(open);
+        },
+        pipelineCursor: (sequence) => {
+          execution.pipelineSequence = sequence;
+        },
+      },
+      textSnapshotDigests: execution.textSnapshotDigests ?? [],
+      commit: (event) => {
+        if (event.type === "IAC_CODE_TEXT_SEGMENT") {
+          // Written with the next durable write (the interrupt commit, or the end of the run).
+          rememberTextSegment(execution, event.digest);
+          return undefined;
+        }
+        const write = commitBeforeEmit(context, ticket, event, staged);
+        if (write) {
+          const settled = write.then(
+            () => undefined,
+            () => undefined,
+          );
+          committing = settled;
+          void settled.then(() => {
+            if (committing === settled) committing = undefined;
+          });
+        }
+        return write;
+      },
+    }),
+    tap((item) => {
+      if (item.type === EventType.RUN_FINISHED || item.type === EventType.RUN_ERROR) ticket.terminal = item;
+    }),
+    finalize(() => {
+      const done = releaseRun(context, ticket).finally(() => context.releasing.delete(done));
+      context.releasing.add(done);
+    }),
+  );
+}
+
+/** Persist what `event` reveals before it is written; fail closed by cancelling the A2A task. */
+function commitBeforeEmit(
+  context: RunContext,
+  ticket: RunTicket,
+  event: AguiEvent,
+  staged: { inputs: RequiredInput[]; interrupts: Interrupt[] },
+): Promise<void> | undefined {
+  const record = ticket.record;
+  if (event.type === EventType.CUSTOM && (event as { name: string }).name === "iac-code.session.v1") {
+    return context.threads.persist(record).catch((error) => failClosed(context, ticket, error, "The execution mapping could not be committed."));
+  }
+  if (event.type === EventType.RUN_FINISHED && (event as { outcome?: { type: string } }).outcome?.type === "interrupt") {
+    if (record.terminalExecutionIds.includes(record.execution.executionId)) {
+      // The cancel extension ended this execution while the run was on its way here (a re-shown
+      // interrupt has no kernel stream to say so): announcing or storing its interrupts would revive it.
+      return Promise.reject(new RunError("CANCELLED", "The execution was cancelled."));
+    }
+    // Marked before the write, so a client that drops now does not cancel a run that is parking.
+    ticket.interrupted = true;
+    record.execution.interruptedRunId = ticket.request.runId;
+    // A re-show announces the pending set as it is: its synthetic frame lists the inputs as pending
+    // permissions, which would otherwise mark them sideband and change how the answer is delivered.
+    if (ticket.kind !== "reshow") for (const [i, input] of staged.inputs.entries()) {
+      const expiresAt = staged.interrupts[i]?.expiresAt;
+      putOwn(record.execution.pending, input.value.inputId, {
+        value: input.value,
+        sideband: input.sideband,
+        ...(expiresAt !== undefined && { expiresAt }),
+      });
+    }
+    return context.threads.persist(record).catch((error) => {
+      record.execution.pending = {};
+      ticket.interrupted = false;
+      return failClosed(context, ticket, error, "The interrupted execution state could not be committed.");
+    });
+  }
+  return undefined;
+}
+
+/** Runs that end this way leave their A2A task running unless the gateway cancels it. */
+function abandonsTask(terminal: AguiEvent | undefined): boolean {
+  if (terminal === undefined) return true;
+  const code = (terminal as { code?: string }).code;
+  return terminal.type === EventType.RUN_ERROR && (code === "A2A_UNAVAILABLE" || code === "A2A_PROTOCOL_ERROR");
+}
+
+async function releaseRun(context: RunContext, ticket: RunTicket): Promise<void> {
+  const { threadId } = ticket.request;
+  const record = ticket.record;
+  if (!ticket.interrupted && !hasPending(record) && (ticket.abandoned || abandonsTask(ticket.terminal))) {
+    // The client left an active run, or the stream broke: nobody will read the task, so stop it upstream.
+    await cancelUpstream(context, record);
+  }
+  await context.threads.locked(threadId, async () => {
+    if (context.activeRuns.get(threadId) === ticket) context.activeRuns.delete(threadId);
+    if (!hasPending(record)) {
+      markTerminal(record, context.window);
+      await context.threads.persist(record).catch((error) => context.logger.warn({ err: error, threadId }, "end-of-run write failed"));
+      context.threads.forget(threadId);
+    }
+  });
+  logRun(context, ticket);
+  context.options.onActivity?.();
+  const metrics = context.options.metrics;
+  if (metrics) {
+    metrics.interruptsPending.set(pendingInterruptCount(context));
+    recordRun(metrics, ticket.terminal as Parameters<typeof recordRun>[1]);
+  }
+}
+
+export function pendingInterruptCount(context: RunContext): number {
+  let n = 0;
+  for (const record of context.threads.loadedRecords()) n += Object.keys(record.execution.pending).length;
+  return n;
+}
+
+function logRun(context: RunContext, ticket: RunTicket): void {
+  const t = ticket.terminal as { type?: string; code?: string; outcome?: { type: string } } | undefined;
+  context.logger.info(
+    {
+      requestId: ticket.requestId,
+      threadId: ticket.request.threadId,
+      runId: ticket.request.runId,
+      executionId: ticket.record.execution.executionId,
+      taskId: ticket.record.execution.taskId ?? ticket.record.execution.lastTaskId,
+      outcome: t === undefined ? "disconnected" : t.type === EventType.RUN_ERROR ? "error" : (t.outcome?.type ?? "success"),
+      ...(t?.code !== undefined && { code: t.code }),
+      durationMs: Date.now() - ticket.startedAt,
+    },
+    "run finished",
+  );
+}
