@@ -2,12 +2,11 @@
 // (success or interrupt) and RUN_ERROR alike (the reference leaves spans open on errors, which
 // @ag-ui/client rejects). Passes exactly one terminal event and completes after it; a source error
 // becomes a balanced RUN_ERROR.
-import { EventType } from "@ag-ui/core";
 import type { OperatorFunction } from "rxjs";
 import { operate, operatorObserver } from "./lib/operate.js";
+import { runErrorEvent } from "./lib/run-error-event.js";
 import { SpanLedger } from "./lib/span-ledger.js";
-import { RunError, type AguiEvent } from "./types.js";
-import { OPERATOR_TEXTS } from "./messages.js";
+import type { AguiEvent } from "./types.js";
 
 /**
  * Ends every open span before the run's one terminal event, then completes.
@@ -43,9 +42,7 @@ export function balanceSpans<T extends { type: string }>(): OperatorFunction<T, 
           done = true;
           const timestamp = Date.now();
           closeAll(timestamp);
-          const code = error instanceof RunError ? error.code : "A2A_UNAVAILABLE";
-          const message = error instanceof RunError ? error.message : OPERATOR_TEXTS["a2a.unavailable"];
-          subscriber.next({ type: EventType.RUN_ERROR, code, message, timestamp } as AguiEvent);
+          subscriber.next(runErrorEvent(error, { timestamp }));
           subscriber.complete();
         },
         complete: () => {

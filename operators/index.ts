@@ -9,6 +9,7 @@ import { mergeHeartbeat } from "./merge-heartbeat.js";
 import { namespaceCustom } from "./namespace-custom.js";
 import { isProjectionFact, type ProjectionFact } from "./facts.js";
 import { projectA2A, type ProjectA2AOptions } from "./project-a2a.js";
+import { runErrorEvent } from "./lib/run-error-event.js";
 import { stripResumedText } from "./strip-resumed-text.js";
 import { RunError, type A2AStreamResponse, type AguiEvent, type AguiOutput, type TextSegmentDigest } from "./types.js";
 
@@ -27,7 +28,6 @@ export {
   type ProjectedItem,
   type SessionInfo,
 } from "./project-a2a.js";
-import { OPERATOR_TEXTS } from "./messages.js";
 // The projection's stages, for composing a projection of your own (projectA2A composes all eight, in this order).
 export { readFrames, type ReadFramesOptions } from "./projection/read-frames.js";
 export { guardIdentity, type GuardIdentityOptions } from "./projection/guard-identity.js";
@@ -91,15 +91,13 @@ export function createAguiPipeline(options: AguiPipelineOptions): OperatorFuncti
       events = events.pipe(
         commitBeforeEmit<AguiEvent | TextSegmentDigest | ProjectionFact, AguiEvent>({
           commit,
-          onFailure: (error) => {
-            const known = error instanceof RunError;
-            return {
-              type: EventType.RUN_ERROR,
-              code: known ? error.code : "STATE_PERSISTENCE_FAILED",
-              message: translate(known ? error.message : OPERATOR_TEXTS["state.mappingCommitFailed"], options.language),
+          onFailure: (error) =>
+            runErrorEvent(error, {
               timestamp: Math.floor(options.scheduler?.now() ?? Date.now()),
-            } as AguiEvent;
-          },
+              fallback: { code: "STATE_PERSISTENCE_FAILED", english: "The execution mapping could not be committed." },
+              translate,
+              ...(options.language !== undefined && { language: options.language }),
+            }),
         }),
       );
     }

@@ -8,6 +8,7 @@ import { asyncScheduler, type OperatorFunction, type SchedulerLike } from "rxjs"
 import { fact, type ProjectionFact } from "../facts.js";
 import { FAILED_STATES, unprocessableFrame } from "../lib/a2a-read.js";
 import type { Translate } from "../lib/interrupts.js";
+import { runErrorEvent } from "../lib/run-error-event.js";
 import { stageOperator, type Stage } from "../lib/stage.js";
 import { RunError, type AguiEvent, type RunErrorCode } from "../types.js";
 import type { InterruptEndPart, StatePart, UsageTotalsPart } from "./parts.js";
@@ -70,7 +71,12 @@ export function mapTerminalStage<T extends { type: string }>(options: MapTermina
     // AG-UI 1.0's RUN_ERROR has no thread or run id; @ag-ui/client strips them with a warning.
     const runError = (code: RunErrorCode | string, english: string, timestamp: number, endedBy: "kernel" | "error") =>
       finish(
-        withUsage({ type: EventType.RUN_ERROR, code, message: translate(english, options.language), timestamp }),
+        runErrorEvent(new RunError(code as RunErrorCode, english), {
+          timestamp,
+          translate,
+          ...(options.language !== undefined && { language: options.language }),
+          ...(usage && { usage }),
+        }),
         fact("outcome", { outcome: "failed", code, endedBy }),
       );
 

@@ -4,7 +4,8 @@ import { readFile } from "node:fs/promises";
 import { extname, join, resolve, sep } from "node:path";
 import type { Context, Middleware, Next } from "koa";
 import { resolveAcceptLanguage } from "../i18n/index.js";
-import { httpErrors, type HttpError } from "../http/errors.js";
+import { errorEnvelope, type GatewayError } from "../errors.js";
+import { httpErrors } from "../http/errors.js";
 
 export interface ConsoleRouteOptions {
   /** The Vite output folder: index.html plus assets/. */
@@ -75,7 +76,7 @@ async function sendFile(ctx: Context, file: string, opts: { cache: string }): Pr
   ctx.body = body;
 }
 
-function reply(ctx: Context, error: HttpError): void {
+function reply(ctx: Context, error: GatewayError): void {
   ctx.status = error.status;
-  ctx.body = error.envelope(resolveAcceptLanguage(ctx.get("Accept-Language") || undefined));
+  ctx.body = errorEnvelope(error, resolveAcceptLanguage(ctx.get("Accept-Language") || undefined));
 }

@@ -6,15 +6,14 @@ import { PROTOCOL_VERSION } from "@ag-ui/core";
 import Koa, { type Context, type Next } from "koa";
 import type { Logger } from "pino";
 import type { AguiOutput } from "../../operators/index.js";
-import { messageText, normalizeLanguage, resolveAcceptLanguage, type Language } from "../i18n/index.js";
-import { RunError } from "../../operators/index.js";
+import { normalizeLanguage, resolveAcceptLanguage, type Language } from "../i18n/index.js";
 import { resolveCwd } from "../runs/cwd.js";
-import { AdmissionError } from "../runs/errors.js";
 import { INPUT_ERROR_BASES, InputError, latestUserMessage, parseRunAgentInput, peekPreferredLanguage } from "../runs/input.js";
 import { buildUserParts } from "../runs/parts.js";
 import { runDigest, type RunService } from "../runs/service.js";
 import { BodyBudget, CANCEL_BODY, RUN_BODY, drainUnreadBody, parseJsonObject, readBody, type BodyLease, type BodyTexts } from "./body.js";
-import { HttpError, fromAdmission, httpErrors, invalidInput } from "./errors.js";
+import { GatewayError, errorEnvelope as envelopeOf, gatewayErrorOf } from "../errors.js";
+import { httpErrors } from "./errors.js";
 import type { StreamSelfCheck } from "./self-check.js";
 import { acceptsProto, writeSse } from "./sse.js";
 import { agentCapabilities } from "./capabilities.js";
@@ -144,11 +143,11 @@ export function createApp(options: AppOptions): Koa<State> {
     const body = await readJsonBody(ctx, MAX_CANCEL_BYTES, CANCEL_BODY);
     const { threadId, rosInvocationId } = body;
     if (typeof threadId !== "string" || threadId === "" || typeof rosInvocationId !== "string" || rosInvocationId === "") {
-      throw new HttpError(400, "INVALID_INPUT", messageText("cancel.idsRequired"));
+      throw new GatewayError(400, "INVALID_INPUT", "threadId and rosInvocationId are required.");
     }
     const executionId = ctx.params.executionId!;
     const outcome = await options.runs.cancel(executionId, threadId, rosInvocationId);
-    if (outcome === "not_found") throw new HttpError(404, "EXECUTION_NOT_FOUND", messageText("execution.notFound"));
+    if (outcome === "not_found") throw new GatewayError(404, "EXECUTION_NOT_FOUND", "The execution was not found.");
     ctx.body = { executionId, status: outcome };
   });
 
@@ -157,14 +156,9 @@ export function createApp(options: AppOptions): Koa<State> {
     const { threadId, runId, rosInvocationId } = body;
     const strings = [threadId, runId, rosInvocationId].every((v) => typeof v === "string" && v !== "");
     const known = Object.keys(body).every((k) => ["threadId", "runId", "rosInvocationId", "afterSequence"].includes(k));
-    if (!strings || !known) throw new HttpError(400, "INVALID_INPUT", messageText("observe.invalid"));
+    if (!strings || !known) throw new GatewayError(400, "INVALID_INPUT", "The observation request is invalid.");
     const language = ctx.state.language;
-    const events = await options.runs
-      .observe(ctx.params.executionId!, threadId as string, runId as string, rosInvocationId as string, language)
-      .catch((error: unknown) => {
-        if (error instanceof AdmissionError) throw new HttpError(error.status, error.code, error.english);
-        throw error;
-      });
+    const events = await options.runs.observe(ctx.params.executionId!, threadId as string, runId as string, rosInvocationId as string, language);
     ctx.respond = false;
     await writeSse(ctx.res, () => events, {
       proto: acceptsProto(ctx.get("Accept")),
@@ -195,25 +189,19 @@ export function createApp(options: AppOptions): Koa<State> {
 }
 
 async function admitRun(options: AppOptions, body: Record<string, unknown>, language: Language) {
-  try {
-    const request = parseRunAgentInput(body);
-    if (request.ignoredForwardedProps > 0) options.metrics?.forwardedPropsIgnored.inc(request.ignoredForwardedProps);
-    const cwd = await resolveCwd(request.iacCode.cwd, options.allowedRoots);
-    let parts: ReturnType<typeof buildUserParts> = [];
-    let messageId = `agui-resume-${request.runId}`;
-    if (request.resume === undefined) {
-      const message = latestUserMessage(request.messages);
-      if (!message) throw new InputError(INPUT_ERROR_BASES.noUserMessage, "messages");
-      parts = buildUserParts(message, `messages.${request.messages.lastIndexOf(message)}`);
-      messageId = message.id;
-    }
-    const runLanguage = normalizeLanguage(request.iacCode.preferredLanguage) ?? language;
-    return await options.runs.admit(request, runDigest(body), cwd, parts, messageId, runLanguage);
-  } catch (error) {
-    if (error instanceof InputError) throw invalidInput(error);
-    if (error instanceof AdmissionError) throw fromAdmission(error);
-    throw error;
+  const request = parseRunAgentInput(body);
+  if (request.ignoredForwardedProps > 0) options.metrics?.forwardedPropsIgnored.inc(request.ignoredForwardedProps);
+  const cwd = await resolveCwd(request.iacCode.cwd, options.allowedRoots);
+  let parts: ReturnType<typeof buildUserParts> = [];
+  let messageId = `agui-resume-${request.runId}`;
+  if (request.resume === undefined) {
+    const message = latestUserMessage(request.messages);
+    if (!message) throw new InputError(INPUT_ERROR_BASES.noUserMessage, "messages");
+    parts = buildUserParts(message, `messages.${request.messages.lastIndexOf(message)}`);
+    messageId = message.id;
   }
+  const runLanguage = normalizeLanguage(request.iacCode.preferredLanguage) ?? language;
+  return await options.runs.admit(request, runDigest(body), cwd, parts, messageId, runLanguage);
 }
 
 function errorEnvelope(logger: Logger, metrics: GatewayMetrics | undefined, bodyTimeoutMs: number) {
@@ -221,20 +209,14 @@ function errorEnvelope(logger: Logger, metrics: GatewayMetrics | undefined, body
     try {
       await next();
     } catch (error) {
-      let http: HttpError;
-      if (error instanceof HttpError) http = error;
-      else if (error instanceof AdmissionError) http = fromAdmission(error);
-      else if (error instanceof RunError) http = new HttpError(error.code === "STATE_PERSISTENCE_FAILED" ? 503 : 502, error.code, error.message);
-      else {
-        logger.error({ err: error, path: ctx.path }, "unexpected error");
-        http = httpErrors.internal();
-      }
+      const http = gatewayErrorOf(error);
+      if (http.exposure === "internal") logger.error({ err: error, path: ctx.path }, "unexpected error");
       if (http.code === "SERVER_BUSY") metrics?.refusedRequests.inc({ reason: "budget" });
       if (http.code === "REQUEST_TIMEOUT") metrics?.refusedRequests.inc({ reason: "deadline" });
       if (ctx.headerSent || !ctx.writable) return;
       if (http.status !== 408) await drainUnreadBody(ctx.req, bodyTimeoutMs);
       ctx.status = http.status;
-      ctx.body = http.envelope(ctx.state.language ?? "en");
+      ctx.body = envelopeOf(http, ctx.state.language ?? "en");
       if (http.code === "SERVER_BUSY") ctx.set("Retry-After", "1");
       // A refused body is drained behind the answer (src/http/body.ts); a late one is not waited for.
       if (http.status === 408) {

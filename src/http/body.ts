@@ -6,7 +6,7 @@
 // gets it once its body is in, since Node closes such a connection as soon as the answer is sent. A body
 // that has not arrived by its deadline is cut with 408.
 import type { IncomingMessage } from "node:http";
-import { HttpError } from "./errors.js";
+import { GatewayError } from "../errors.js";
 import { messageText } from "../i18n/index.js";
 
 export interface BodyTexts {
@@ -82,8 +82,8 @@ export interface BodyReadOptions {
 }
 
 export const bodyErrors = {
-  busy: () => new HttpError(503, "SERVER_BUSY", messageText("http.tooManyBodies")),
-  timeout: () => new HttpError(408, "REQUEST_TIMEOUT", messageText("http.bodyTimeout")),
+  busy: () => new GatewayError(503, "SERVER_BUSY", messageText("http.tooManyBodies")),
+  timeout: () => new GatewayError(408, "REQUEST_TIMEOUT", messageText("http.bodyTimeout")),
 };
 
 export function readBody(req: IncomingMessage, limit: number, texts: BodyTexts, options: BodyReadOptions = {}): Promise<Buffer> {
@@ -103,7 +103,7 @@ export function readBody(req: IncomingMessage, limit: number, texts: BodyTexts, 
       req.off("error", onGone);
       req.off("aborted", onGone);
     };
-    const refuse = (error: HttpError) => {
+    const refuse = (error: GatewayError) => {
       if (settled) return;
       cleanup();
       chunks.length = 0;
@@ -116,7 +116,7 @@ export function readBody(req: IncomingMessage, limit: number, texts: BodyTexts, 
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) return refuse(new HttpError(413, "REQUEST_TOO_LARGE", texts.tooLarge));
+      if (size > limit) return refuse(new GatewayError(413, "REQUEST_TOO_LARGE", texts.tooLarge));
       if (!known && lease && !lease.grow(chunk.length)) return refuse(bodyErrors.busy());
       chunks.push(chunk);
     };
@@ -126,9 +126,9 @@ export function readBody(req: IncomingMessage, limit: number, texts: BodyTexts, 
       resolve(Buffer.concat(chunks, size));
     };
     // The client went away mid-body: nobody reads an answer, and the socket is gone with it.
-    const onGone = () => refuse(new HttpError(400, "INVALID_JSON", texts.invalidJson));
+    const onGone = () => refuse(new GatewayError(400, "INVALID_JSON", texts.invalidJson));
     const timer = options.deadlineMs && options.deadlineMs > 0 ? setTimeout(() => refuse(bodyErrors.timeout()), options.deadlineMs) : undefined;
-    if (known && declared > limit) return refuse(new HttpError(413, "REQUEST_TOO_LARGE", texts.tooLarge));
+    if (known && declared > limit) return refuse(new GatewayError(413, "REQUEST_TOO_LARGE", texts.tooLarge));
     if (known && lease && !lease.grow(declared)) return refuse(bodyErrors.busy());
     req.on("data", onData);
     req.on("end", onEnd);
@@ -201,12 +201,12 @@ export function parseJsonObject(body: Buffer, texts: BodyTexts): Record<string, 
   try {
     value = JSON.parse(utf8.decode(body));
   } catch {
-    throw new HttpError(400, "INVALID_JSON", texts.invalidJson);
+    throw new GatewayError(400, "INVALID_JSON", texts.invalidJson);
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new HttpError(400, "INVALID_INPUT", texts.notObject);
+    throw new GatewayError(400, "INVALID_INPUT", texts.notObject);
   }
-  if (depthExceeds(value, MAX_JSON_DEPTH)) throw new HttpError(400, "INVALID_INPUT", messageText("http.bodyTooDeep"));
+  if (depthExceeds(value, MAX_JSON_DEPTH)) throw new GatewayError(400, "INVALID_INPUT", messageText("http.bodyTooDeep"));
   return value as Record<string, unknown>;
 }
 

@@ -4,7 +4,7 @@ import type { Observable } from "rxjs";
 import { createAguiPipeline, type AguiOutput } from "../../operators/index.js";
 import { normalizeLanguage, translate, type Language } from "../i18n/index.js";
 import { runDigestOf } from "../state/windows.js";
-import { AdmissionError } from "./errors.js";
+import { admission } from "./errors.js";
 import type { RunContext } from "./run-context.js";
 import { snapshotThenLive } from "./task-frames.js";
 
@@ -19,10 +19,10 @@ export async function reattach(
   const record = await context.threads.load(threadId);
   const execution = record?.execution;
   if (!record || !execution || execution.executionId !== executionId || execution.taskId === null) {
-    throw new AdmissionError(404, "EXECUTION_NOT_FOUND", "The execution was not found.");
+    throw admission.executionNotFound();
   }
   if (execution.rosInvocationId !== rosInvocationId || runDigestOf(record, runId) === undefined) {
-    throw new AdmissionError(404, "EXECUTION_NOT_FOUND", "The execution was not found.");
+    throw admission.executionNotFound();
   }
   const taskId = execution.taskId;
   return snapshotThenLive(context, taskId).pipe(

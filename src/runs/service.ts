@@ -18,7 +18,6 @@ import { ThreadRepository } from "./thread-repository.js";
 
 export { runDigest } from "./admission.js";
 export { toRunError } from "../a2a/error-mapping.js";
-export { AdmissionError } from "./errors.js";
 export type { CancelOutcome } from "./cancel.js";
 export type { RunServiceOptions, RunTicket } from "./run-context.js";
 
