@@ -120,7 +120,7 @@ export function createApp(options: AppOptions): Koa<State> {
     // Not awaited: the middleware chain unwinds now instead of holding a suspended frame per middleware for
     // as long as the stream lasts (hours, for a parked interrupt). Everything after this point is the stream's.
     const onFailure = (error: unknown) => {
-      options.logger.error({ err: error, threadId: admitted.request.threadId }, "an event could not be written; the run ends here");
+      admitted.logger.error({ err: error }, "an event could not be written; the run ends here");
       metrics?.streamWriteFailures.inc();
       options.runs.abandon(admitted);
     };
@@ -130,7 +130,7 @@ export function createApp(options: AppOptions): Koa<State> {
         if (ended === "completed") check?.end();
       })
       .catch((error: unknown) => {
-        options.logger.error({ err: error }, "stream failed");
+        admitted.logger.error({ err: error }, "stream failed");
         res.destroy();
       })
       .finally(() => {

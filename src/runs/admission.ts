@@ -64,21 +64,20 @@ export function admitRun(
     rememberRunDigest(record, runId, digest, context.window);
     // Admitted once: the next interrupt names its own run.
     delete record.execution.interruptedRunId;
-    const ticket: RunTicket = { request, record, language, kind, parts, messageId, startedAt: Date.now(), requestId: randomUUID(), interrupted: false };
+    const requestId = randomUUID();
+    const logger = context.logger.child({ requestId, threadId, runId });
+    const ticket: RunTicket = { request, record, language, kind, parts, messageId, startedAt: Date.now(), requestId, logger };
     context.threads.keep(record);
     context.activeRuns.set(threadId, ticket);
     context.options.onActivity?.();
     try {
       await context.threads.persist(record);
-      context.logger.info(
-        { requestId: ticket.requestId, threadId, runId, executionId: record.execution.executionId, kind: ticket.kind, language },
-        "run admitted",
-      );
+      logger.info({ executionId: record.execution.executionId, kind: ticket.kind, language }, "run admitted");
     } catch (error) {
       context.activeRuns.delete(threadId);
       // The refused request does not consume its run id.
       await context.threads.restore(threadId, before);
-      context.logger.warn({ err: error, threadId }, "admission write failed");
+      logger.warn({ err: error }, "admission write failed");
       throw admission.stateUnavailable();
     }
     return ticket;

@@ -1,7 +1,7 @@
 // What every job of the run service shares: its options, the thread repository, the runs streaming now,
 // and the two fail-safe actions on a record (cancel its A2A task, fail closed after a lost write).
 import type { Logger } from "pino";
-import { RunError, type A2APart, type AguiEvent } from "../../operators/index.js";
+import { RunError, type A2APart } from "../../operators/index.js";
 import type { A2AClient } from "../a2a/index.js";
 import type { Language } from "../i18n/index.js";
 import type { GatewayMetrics } from "../ops/metrics.js";
@@ -37,12 +37,8 @@ export interface RunTicket {
   readonly startedAt: number;
   /** Correlates every log line of this run. */
   readonly requestId: string;
-  /** Set once the run's terminal event has been produced (after its durable writes). */
-  terminal?: AguiEvent;
-  /** The run ended at an interrupt: it no longer depends on its connection. */
-  interrupted: boolean;
-  /** The stream was cut short by the gateway (an event it could not write): its task is cancelled. */
-  abandoned?: boolean;
+  /** The service's logger bound to this run's ids (requestId, threadId, runId). */
+  readonly logger: Logger;
 }
 
 export interface RunContext {
@@ -52,6 +48,8 @@ export interface RunContext {
   readonly threads: ThreadRepository;
   /** The ticket of the run streaming on each thread. */
   readonly activeRuns: Map<string, RunTicket>;
+  /** Runs whose stream the edge cut short (an event it could not write): their release cancels the task. */
+  readonly abandoned: WeakSet<RunTicket>;
   /** Releases of ended runs still writing or cancelling (graceful shutdown waits for them). */
   readonly releasing: Set<Promise<void>>;
   /** Run ids, ended executions and applied answers remembered per thread. */
@@ -73,7 +71,7 @@ export async function cancelUpstream(context: RunContext, record: ThreadRecord):
 
 /** A durable write was lost: the run cannot go on safely, so its task is cancelled and it ends here. */
 export async function failClosed(context: RunContext, ticket: RunTicket, error: unknown, english: string): Promise<never> {
-  context.logger.error({ err: error, threadId: ticket.request.threadId }, english);
+  ticket.logger.error({ err: error }, english);
   await cancelUpstream(context, ticket.record);
   markTerminal(ticket.record, context.window);
   await context.threads.persist(ticket.record).catch(() => undefined);

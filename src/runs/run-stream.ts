@@ -1,7 +1,7 @@
 // The run's AG-UI stream: the A2A frames of its kind (turn, resume, re-shown interrupts) projected by the
 // pipeline, with what each event reveals persisted before it is written, and the run released at its end.
 import { EventType, type Interrupt } from "@ag-ui/core";
-import { finalize, of, tap, type Observable } from "rxjs";
+import { defer, finalize, of, tap, type Observable } from "rxjs";
 import { RunError, createAguiPipeline, type AguiEvent, type AguiOutput, type RequiredInput } from "../../operators/index.js";
 import type { FlowGate } from "../a2a/index.js";
 import { normalizeLanguage, translate } from "../i18n/index.js";
@@ -14,8 +14,20 @@ import { cancelUpstream, failClosed, type RunContext, type RunTicket } from "./r
 import { pendingFrame, turnFrames } from "./task-frames.js";
 import { boundedOpenSteps, boundedUpstreamId, hasPending, markTerminal } from "./thread-record.js";
 
+/** How a run ended, as its stream saw it: written by that stream only, read by its release. */
+interface RunEnding {
+  /** Set once the run's terminal event has been produced (after its durable writes). */
+  terminal?: AguiEvent;
+  /** The run ended at an interrupt: it no longer depends on its connection. */
+  interrupted: boolean;
+}
+
 /** Unsubscribing before its terminal event is a client disconnect. */
 export function streamRun(context: RunContext, ticket: RunTicket, flow: FlowGate): Observable<AguiOutput> {
+  return defer(() => runEvents(context, ticket, flow, { interrupted: false }));
+}
+
+function runEvents(context: RunContext, ticket: RunTicket, flow: FlowGate, ending: RunEnding): Observable<AguiOutput> {
   const { request, record, language } = ticket;
   const execution = record.execution;
   const staged: { inputs: RequiredInput[]; interrupts: Interrupt[] } = { inputs: [], interrupts: [] };
@@ -79,7 +91,7 @@ export function streamRun(context: RunContext, ticket: RunTicket, flow: FlowGate
           rememberTextSegment(execution, event.digest);
           return undefined;
         }
-        const write = commitBeforeEmit(context, ticket, event, staged);
+        const write = commitBeforeEmit(context, ticket, ending, event, staged);
         if (write) {
           const settled = write.then(
             () => undefined,
@@ -94,10 +106,10 @@ export function streamRun(context: RunContext, ticket: RunTicket, flow: FlowGate
       },
     }),
     tap((item) => {
-      if (item.type === EventType.RUN_FINISHED || item.type === EventType.RUN_ERROR) ticket.terminal = item;
+      if (item.type === EventType.RUN_FINISHED || item.type === EventType.RUN_ERROR) ending.terminal = item;
     }),
     finalize(() => {
-      const done = releaseRun(context, ticket).finally(() => context.releasing.delete(done));
+      const done = releaseRun(context, ticket, ending).finally(() => context.releasing.delete(done));
       context.releasing.add(done);
     }),
   );
@@ -107,6 +119,7 @@ export function streamRun(context: RunContext, ticket: RunTicket, flow: FlowGate
 function commitBeforeEmit(
   context: RunContext,
   ticket: RunTicket,
+  ending: RunEnding,
   event: AguiEvent,
   staged: { inputs: RequiredInput[]; interrupts: Interrupt[] },
 ): Promise<void> | undefined {
@@ -121,7 +134,7 @@ function commitBeforeEmit(
       return Promise.reject(new RunError("CANCELLED", "The execution was cancelled."));
     }
     // Marked before the write, so a client that drops now does not cancel a run that is parking.
-    ticket.interrupted = true;
+    ending.interrupted = true;
     record.execution.interruptedRunId = ticket.request.runId;
     // A re-show announces the pending set as it is: its synthetic frame lists the inputs as pending
     // permissions, which would otherwise mark them sideband and change how the answer is delivered.
@@ -135,7 +148,7 @@ function commitBeforeEmit(
     }
     return context.threads.persist(record).catch((error) => {
       record.execution.pending = {};
-      ticket.interrupted = false;
+      ending.interrupted = false;
       return failClosed(context, ticket, error, "The interrupted execution state could not be committed.");
     });
   }
@@ -149,10 +162,10 @@ function abandonsTask(terminal: AguiEvent | undefined): boolean {
   return terminal.type === EventType.RUN_ERROR && (code === "A2A_UNAVAILABLE" || code === "A2A_PROTOCOL_ERROR");
 }
 
-async function releaseRun(context: RunContext, ticket: RunTicket): Promise<void> {
+async function releaseRun(context: RunContext, ticket: RunTicket, ending: RunEnding): Promise<void> {
   const { threadId } = ticket.request;
   const record = ticket.record;
-  if (!ticket.interrupted && !hasPending(record) && (ticket.abandoned || abandonsTask(ticket.terminal))) {
+  if (!ending.interrupted && !hasPending(record) && (context.abandoned.has(ticket) || abandonsTask(ending.terminal))) {
     // The client left an active run, or the stream broke: nobody will read the task, so stop it upstream.
     await cancelUpstream(context, record);
   }
@@ -160,16 +173,16 @@ async function releaseRun(context: RunContext, ticket: RunTicket): Promise<void>
     if (context.activeRuns.get(threadId) === ticket) context.activeRuns.delete(threadId);
     if (!hasPending(record)) {
       markTerminal(record, context.window);
-      await context.threads.persist(record).catch((error) => context.logger.warn({ err: error, threadId }, "end-of-run write failed"));
+      await context.threads.persist(record).catch((error) => ticket.logger.warn({ err: error }, "end-of-run write failed"));
       context.threads.forget(threadId);
     }
   });
-  logRun(context, ticket);
+  logRun(ticket, ending.terminal);
   context.options.onActivity?.();
   const metrics = context.options.metrics;
   if (metrics) {
     metrics.interruptsPending.set(pendingInterruptCount(context));
-    recordRun(metrics, ticket.terminal as Parameters<typeof recordRun>[1]);
+    recordRun(metrics, ending.terminal as Parameters<typeof recordRun>[1]);
   }
 }
 
@@ -179,13 +192,10 @@ export function pendingInterruptCount(context: RunContext): number {
   return n;
 }
 
-function logRun(context: RunContext, ticket: RunTicket): void {
-  const t = ticket.terminal as { type?: string; code?: string; outcome?: { type: string } } | undefined;
-  context.logger.info(
+function logRun(ticket: RunTicket, terminal: AguiEvent | undefined): void {
+  const t = terminal as { type?: string; code?: string; outcome?: { type: string } } | undefined;
+  ticket.logger.info(
     {
-      requestId: ticket.requestId,
-      threadId: ticket.request.threadId,
-      runId: ticket.request.runId,
       executionId: ticket.record.execution.executionId,
       taskId: ticket.record.execution.taskId ?? ticket.record.execution.lastTaskId,
       outcome: t === undefined ? "disconnected" : t.type === EventType.RUN_ERROR ? "error" : (t.outcome?.type ?? "success"),

@@ -31,6 +31,7 @@ export class RunService {
       options,
       threads: new ThreadRepository(options),
       activeRuns: new Map(),
+      abandoned: new WeakSet(),
       releasing: new Set(),
       window: options.runIdWindow ?? DEFAULT_RUN_ID_WINDOW,
       newExecutionId: options.newExecutionId ?? randomUUID,
@@ -53,7 +54,7 @@ export class RunService {
 
   /** The edge could not write this run's stream and ended it: release cancels its A2A task. */
   abandon(ticket: RunTicket): void {
-    ticket.abandoned = true;
+    this.context.abandoned.add(ticket);
   }
 
   /** Stop admitting runs (graceful shutdown); running streams carry on. */
