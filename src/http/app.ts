@@ -7,15 +7,13 @@ import Koa, { type Context, type Next } from "koa";
 import type { Logger } from "pino";
 import type { AguiOutput } from "../../operators/index.js";
 import { normalizeLanguage, resolveAcceptLanguage, type Language } from "../i18n/index.js";
-import { resolveCwd } from "../runs/cwd.js";
-import { INPUT_ERROR_BASES, InputError, latestUserMessage, parseRunAgentInput, peekPreferredLanguage } from "../runs/input.js";
-import { buildUserParts } from "../runs/parts.js";
-import { runDigest, type RunService } from "../runs/service.js";
+import { peekPreferredLanguage } from "../runs/input.js";
+import type { RunService } from "../runs/service.js";
 import { BodyBudget, CANCEL_BODY, RUN_BODY, drainUnreadBody, parseJsonObject, readBody, type BodyLease, type BodyTexts } from "./body.js";
 import { GatewayError, errorEnvelope as envelopeOf, gatewayErrorOf } from "../errors.js";
 import { httpErrors } from "./errors.js";
 import type { StreamSelfCheck } from "./self-check.js";
-import { acceptsProto, writeSse } from "./sse.js";
+import { admitRun, startRunStream, streamObservation } from "./run-route.js";
 import { agentCapabilities } from "./capabilities.js";
 import { metricsText, type GatewayMetrics } from "../ops/metrics.js";
 
@@ -107,36 +105,7 @@ export function createApp(options: AppOptions): Koa<State> {
     ctx.state.language = normalizeLanguage(peekPreferredLanguage(body)) ?? ctx.state.language;
     const admitted = await admitRun(options, body, ctx.state.language);
     ctx.respond = false;
-    const check = options.selfCheck?.();
-    // Counted locally and added to the metric once per stream: prom-client per event costs on the hot path.
-    const counts = new Map<string, number>();
-    const onEvent = (event: AguiOutput) => {
-      check?.onEvent(event);
-      counts.set(event.type, (counts.get(event.type) ?? 0) + 1);
-      options.onEvent?.(event);
-    };
-    metrics?.activeStreams.inc();
-    const res = ctx.res;
-    // Not awaited: the middleware chain unwinds now instead of holding a suspended frame per middleware for
-    // as long as the stream lasts (hours, for a parked interrupt). Everything after this point is the stream's.
-    const onFailure = (error: unknown) => {
-      admitted.logger.error({ err: error }, "an event could not be written; the run ends here");
-      metrics?.streamWriteFailures.inc();
-      options.runs.abandon(admitted);
-    };
-    void writeSse(res, (gate) => options.runs.stream(admitted, gate), { onEvent, onFailure, proto: acceptsProto(ctx.get("Accept")) })
-      .then((ended) => {
-        // A run the client walked away from is incomplete by the client's choice, not the gateway's.
-        if (ended === "completed") check?.end();
-      })
-      .catch((error: unknown) => {
-        admitted.logger.error({ err: error }, "stream failed");
-        res.destroy();
-      })
-      .finally(() => {
-        metrics?.activeStreams.dec();
-        for (const [type, n] of counts) metrics?.eventsOut.inc({ type }, n);
-      });
+    startRunStream(options, ctx, admitted);
   });
 
   router.post("/extensions/iac-code/v1/executions/:executionId/cancel", requireAuth(options.authToken), requireJson, holdsBody, async (ctx) => {
@@ -160,13 +129,7 @@ export function createApp(options: AppOptions): Koa<State> {
     const language = ctx.state.language;
     const events = await options.runs.observe(ctx.params.executionId!, threadId as string, runId as string, rosInvocationId as string, language);
     ctx.respond = false;
-    await writeSse(ctx.res, () => events, {
-      proto: acceptsProto(ctx.get("Accept")),
-      onFailure: (error) => {
-        options.logger.error({ err: error }, "an observed event could not be written");
-        metrics?.streamWriteFailures.inc();
-      },
-    });
+    await streamObservation(options, ctx, events);
   });
 
   // Koa reports socket errors (a client hanging up mid-stream) here; they are not the gateway's failures.
@@ -186,22 +149,6 @@ export function createApp(options: AppOptions): Koa<State> {
     throw httpErrors.methodNotAllowed();
   });
   return app;
-}
-
-async function admitRun(options: AppOptions, body: Record<string, unknown>, language: Language) {
-  const request = parseRunAgentInput(body);
-  if (request.ignoredForwardedProps > 0) options.metrics?.forwardedPropsIgnored.inc(request.ignoredForwardedProps);
-  const cwd = await resolveCwd(request.iacCode.cwd, options.allowedRoots);
-  let parts: ReturnType<typeof buildUserParts> = [];
-  let messageId = `agui-resume-${request.runId}`;
-  if (request.resume === undefined) {
-    const message = latestUserMessage(request.messages);
-    if (!message) throw new InputError(INPUT_ERROR_BASES.noUserMessage, "messages");
-    parts = buildUserParts(message, `messages.${request.messages.lastIndexOf(message)}`);
-    messageId = message.id;
-  }
-  const runLanguage = normalizeLanguage(request.iacCode.preferredLanguage) ?? language;
-  return await options.runs.admit(request, runDigest(body), cwd, parts, messageId, runLanguage);
 }
 
 function errorEnvelope(logger: Logger, metrics: GatewayMetrics | undefined, bodyTimeoutMs: number) {

@@ -1,0 +1,77 @@
+// What the run routes hand off to once the request is read: admission of a POST / body, and the SSE
+// stream of an admitted run or of an observation, with its metrics and self-check.
+import type { Context } from "koa";
+import type { Observable } from "rxjs";
+import type { AguiOutput } from "../../operators/index.js";
+import { normalizeLanguage, type Language } from "../i18n/index.js";
+import { resolveCwd } from "../runs/cwd.js";
+import { INPUT_ERROR_BASES, InputError, latestUserMessage, parseRunAgentInput } from "../runs/input.js";
+import { buildUserParts } from "../runs/parts.js";
+import { runDigest, type RunTicket } from "../runs/service.js";
+import type { AppOptions } from "./app.js";
+import { acceptsProto, writeSse } from "./sse.js";
+
+/** Validates the body, builds the user's parts and admits the run (refusals are thrown GatewayErrors). */
+export async function admitRun(options: AppOptions, body: Record<string, unknown>, language: Language): Promise<RunTicket> {
+  const request = parseRunAgentInput(body);
+  if (request.ignoredForwardedProps > 0) options.metrics?.forwardedPropsIgnored.inc(request.ignoredForwardedProps);
+  const cwd = await resolveCwd(request.iacCode.cwd, options.allowedRoots);
+  let parts: ReturnType<typeof buildUserParts> = [];
+  let messageId = `agui-resume-${request.runId}`;
+  if (request.resume === undefined) {
+    const message = latestUserMessage(request.messages);
+    if (!message) throw new InputError(INPUT_ERROR_BASES.noUserMessage, "messages");
+    parts = buildUserParts(message, `messages.${request.messages.lastIndexOf(message)}`);
+    messageId = message.id;
+  }
+  const runLanguage = normalizeLanguage(request.iacCode.preferredLanguage) ?? language;
+  return await options.runs.admit(request, runDigest(body), cwd, parts, messageId, runLanguage);
+}
+
+/**
+ * Streams an admitted run on the response. Not awaited by the route: the middleware chain unwinds now
+ * instead of holding a suspended frame per middleware for as long as the stream lasts (hours, for a
+ * parked interrupt). Everything after this point is the stream's.
+ */
+export function startRunStream(options: AppOptions, ctx: Context, admitted: RunTicket): void {
+  const metrics = options.metrics;
+  const check = options.selfCheck?.();
+  // Counted locally and added to the metric once per stream: prom-client per event costs on the hot path.
+  const counts = new Map<string, number>();
+  const onEvent = (event: AguiOutput) => {
+    check?.onEvent(event);
+    counts.set(event.type, (counts.get(event.type) ?? 0) + 1);
+    options.onEvent?.(event);
+  };
+  metrics?.activeStreams.inc();
+  const res = ctx.res;
+  const onFailure = (error: unknown) => {
+    admitted.logger.error({ err: error }, "an event could not be written; the run ends here");
+    metrics?.streamWriteFailures.inc();
+    options.runs.abandon(admitted);
+  };
+  void writeSse(res, (gate) => options.runs.stream(admitted, gate), { onEvent, onFailure, proto: acceptsProto(ctx.get("Accept")) })
+    .then((ended) => {
+      // A run the client walked away from is incomplete by the client's choice, not the gateway's.
+      if (ended === "completed") check?.end();
+    })
+    .catch((error: unknown) => {
+      admitted.logger.error({ err: error }, "stream failed");
+      res.destroy();
+    })
+    .finally(() => {
+      metrics?.activeStreams.dec();
+      for (const [type, n] of counts) metrics?.eventsOut.inc({ type }, n);
+    });
+}
+
+/** Streams a read-only observation to its end. */
+export async function streamObservation(options: AppOptions, ctx: Context, events: Observable<AguiOutput>): Promise<void> {
+  await writeSse(ctx.res, () => events, {
+    proto: acceptsProto(ctx.get("Accept")),
+    onFailure: (error) => {
+      options.logger.error({ err: error }, "an observed event could not be written");
+      options.metrics?.streamWriteFailures.inc();
+    },
+  });
+}
