@@ -37,7 +37,8 @@ export async function reattach(
         ...(record.iacCodeSessionId !== null && { sessionId: record.iacCodeSessionId }),
         emitOn: "first-frame",
       },
-      isInputApplied: (inputId) => record.appliedResumeDigests.some((d) => d.executionId === executionId && d.interruptId === inputId),
+      // Read once: an observation never applies an answer.
+      appliedInputIds: record.appliedResumeDigests.filter((d) => d.executionId === executionId).map((d) => d.interruptId),
       historyFallback: false,
       heartbeat: { intervalMs: context.options.heartbeatMs },
       language,

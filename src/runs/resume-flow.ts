@@ -6,39 +6,51 @@ import { buildIacCodeMetadata, buildUserMessage, type FlowGate } from "../a2a/in
 import { answerRejected, isTaskAlreadyTerminal, isTaskNotFound, toRunError } from "../a2a/error-mapping.js";
 import type { ThreadRecord } from "../state/thread-store.js";
 import { rememberAppliedDigest } from "../state/windows.js";
-import { encodeAnswer, planResume, type PlannedAnswer } from "./resume.js";
+import { encodeAnswer, planResume, type PlannedAnswer, type ResumePlan } from "./resume.js";
 import { cancelUpstream, failClosed, type RunContext, type RunTicket } from "./run-context.js";
 import { followTask, pendingFrame, toolFrame } from "./task-frames.js";
 import { hasPending, markTerminal } from "./thread-record.js";
 
-export function resumeFrames(context: RunContext, ticket: RunTicket, flow: FlowGate): Observable<A2AStreamResponse> {
+export interface PreparedResume {
+  plan: ResumePlan;
+  /** What parallel pipeline work emitted while the run was parked, for an applied plan. */
+  recovery?: A2AStreamResponse;
+}
+
+/** Everything decided before an answer is sent: the task checked, the plan made and written. */
+export async function prepareResume(context: RunContext, ticket: RunTicket): Promise<PreparedResume> {
   const { record } = ticket;
   const execution = record.execution;
-  return defer(async () => {
-    try {
-      const task = execution.taskId !== null && hasPending(record) ? await checkTask(context, ticket) : undefined;
-      const plan = planResume(record, ticket.request.resume ?? [], task, Date.now());
-      await context.threads
-        .persist(record)
-        .catch((error) => failClosed(context, ticket, error, "The interrupted execution state could not be committed."));
-      const recovery = plan.kind === "apply" ? await pipelineRecovery(context, record) : undefined;
-      return { plan, recovery };
-    } catch (error) {
-      if (error instanceof RunError && (error.code === "EXECUTION_EXPIRED" || error.code === "EXECUTION_LOST") && execution.taskId !== null) {
-        if (error.code === "EXECUTION_EXPIRED") await cancelUpstream(context, record);
-        execution.pending = {};
-        markTerminal(record, context.window);
-        await context.threads.persist(record).catch(() => undefined);
-      }
-      throw error;
+  try {
+    const task = execution.taskId !== null && hasPending(record) ? await checkTask(context, ticket) : undefined;
+    const plan = planResume(record, ticket.request.resume ?? [], task, Date.now());
+    await context.threads
+      .persist(record)
+      .catch((error) => failClosed(context, ticket, error, "The interrupted execution state could not be committed."));
+    const recovery = plan.kind === "apply" ? await pipelineRecovery(context, record) : undefined;
+    return { plan, ...(recovery && { recovery }) };
+  } catch (error) {
+    if (error instanceof RunError && (error.code === "EXECUTION_EXPIRED" || error.code === "EXECUTION_LOST") && execution.taskId !== null) {
+      if (error.code === "EXECUTION_EXPIRED") await cancelUpstream(context, record);
+      execution.pending = {};
+      markTerminal(record, context.window);
+      await context.threads.persist(record).catch(() => undefined);
     }
-  }).pipe(
-    concatMap(({ plan, recovery }): Observable<A2AStreamResponse> => {
-      if (plan.kind === "announce") return of(pendingFrame(record));
-      if (plan.kind === "cancel") return from(cancelByAnswer(context, ticket));
-      return deliverAnswers(context, ticket, plan.answers, flow, recovery ? [recovery] : []);
-    }),
-  );
+    throw error;
+  }
+}
+
+/** The interrupts a plan answers: every frame of its stream comes after the kernel accepted them all. */
+export function appliedBy(prepared: PreparedResume): string[] {
+  return prepared.plan.kind === "apply" ? prepared.plan.answers.map((a) => a.entry.interruptId) : [];
+}
+
+/** The frames of a planned resume: the pending set again, the cancel, or the delivered answers' stream. */
+export function plannedFrames(context: RunContext, ticket: RunTicket, prepared: PreparedResume, flow: FlowGate): Observable<A2AStreamResponse> {
+  const { plan, recovery } = prepared;
+  if (plan.kind === "announce") return of(pendingFrame(ticket.record));
+  if (plan.kind === "cancel") return from(cancelByAnswer(context, ticket));
+  return deliverAnswers(context, ticket, plan.answers, flow, recovery ? [recovery] : []);
 }
 
 /** Session restore and task identity before anything is sent (reference-adapter §4.4 steps 2–3). */

@@ -1,15 +1,23 @@
 // The run's AG-UI stream: the A2A frames of its kind (turn, resume, re-shown interrupts) projected by the
 // pipeline, with what each event reveals persisted before it is written, and the run released at its end.
 import { EventType, type Interrupt } from "@ag-ui/core";
-import { defer, finalize, of, tap, type Observable } from "rxjs";
-import { RunError, createAguiPipeline, type AguiEvent, type AguiOutput, type RequiredInput } from "../../operators/index.js";
+import { concatMap, defer, finalize, of, tap, throwError, type Observable } from "rxjs";
+import {
+  RunError,
+  createAguiPipeline,
+  type A2AStreamResponse,
+  type AguiEvent,
+  type AguiOutput,
+  type AguiPipelineOptions,
+  type RequiredInput,
+} from "../../operators/index.js";
 import type { FlowGate } from "../a2a/index.js";
 import { normalizeLanguage, translate } from "../i18n/index.js";
 import { recordRun } from "../ops/metrics.js";
 import { putOwn, rememberTextSegment } from "../state/windows.js";
 import { declaresAgui1 } from "./protocol.js";
 import { interruptsOf } from "./resume.js";
-import { resumeFrames } from "./resume-flow.js";
+import { appliedBy, plannedFrames, prepareResume } from "./resume-flow.js";
 import { cancelUpstream, failClosed, type RunContext, type RunTicket } from "./run-context.js";
 import { pendingFrame, turnFrames } from "./task-frames.js";
 import { boundedOpenSteps, boundedUpstreamId, hasPending, markTerminal } from "./thread-record.js";
@@ -37,10 +45,9 @@ function runEvents(context: RunContext, ticket: RunTicket, flow: FlowGate, endin
   // While a durable write is in flight the upstream is not read either: frames would only queue up.
   let committing: Promise<void> | undefined;
   const gate: FlowGate = { ready: () => committing ?? flow.ready() };
-  const frames =
-    ticket.kind === "reshow" ? of(pendingFrame(record)) : resume ? resumeFrames(context, ticket, gate) : turnFrames(context, ticket, gate);
-  return frames.pipe(
-    createAguiPipeline({
+  // Answers applied before this run; a resume adds the ones it delivers, all accepted before any frame is read.
+  const appliedBefore = record.appliedResumeDigests.filter((d) => d.executionId === execution.executionId).map((d) => d.interruptId);
+  const pipeline: AguiPipelineOptions = {
       threadId: request.threadId,
       runId: request.runId,
       ...(request.parentRunId !== undefined && { parentRunId: request.parentRunId }),
@@ -53,9 +60,6 @@ function runEvents(context: RunContext, ticket: RunTicket, flow: FlowGate, endin
         // A resume announces the session once the kernel accepted the answer (its first frame).
         emitOn: resume ? "first-frame" : "ids",
       },
-      // Read live: answers accepted during this run count too.
-      isInputApplied: (inputId) =>
-        record.appliedResumeDigests.some((d) => d.executionId === execution.executionId && d.interruptId === inputId),
       knownInterrupts: new Map(interruptsOf(execution.pending, translateFor).map((i) => [i.id, i])),
       openSteps: execution.pipelineOpenSteps,
       pipelineSequence: execution.pipelineSequence,
@@ -104,7 +108,23 @@ function runEvents(context: RunContext, ticket: RunTicket, flow: FlowGate, endin
         }
         return write;
       },
-    }),
+  };
+  const project = (frames: Observable<A2AStreamResponse>, applied: readonly string[]) =>
+    frames.pipe(createAguiPipeline({ ...pipeline, appliedInputIds: applied }));
+  const events =
+    ticket.kind === "reshow"
+      ? project(of(pendingFrame(record)), appliedBefore)
+      : ticket.kind === "turn"
+        ? project(turnFrames(context, ticket, gate), appliedBefore)
+        : // The resume is planned (and refused) before its projection starts, so the projection knows which answers it applies.
+          defer(() => prepareResume(context, ticket).then((prepared) => ({ prepared }), (error: unknown) => ({ error }))).pipe(
+            concatMap((planned) =>
+              "error" in planned
+                ? project(throwError(() => planned.error), appliedBefore)
+                : project(plannedFrames(context, ticket, planned.prepared, gate), [...appliedBefore, ...appliedBy(planned.prepared)]),
+            ),
+          );
+  return events.pipe(
     tap((item) => {
       if (item.type === EventType.RUN_FINISHED || item.type === EventType.RUN_ERROR) ending.terminal = item;
     }),
