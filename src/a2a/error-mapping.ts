@@ -1,7 +1,7 @@
 // A2A failures → the run's error code: what the kernel said (a JSON-RPC error, a retryable session
 // backup) or that it could not be reached.
 import { RunError } from "../../operators/types.js";
-import { A2AJsonRpcError } from "./client.js";
+import { A2AJsonRpcError } from "./errors.js";
 
 /** Edge errors → the run's error code. */
 export function toRunError(error: unknown, fallback: "A2A_EXECUTION_FAILED" | "A2A_UNAVAILABLE" = "A2A_EXECUTION_FAILED"): RunError {
