@@ -1,15 +1,16 @@
 // The run's AG-UI stream: the A2A frames of its kind (turn, resume, re-shown interrupts) projected by the
 // pipeline, with what each event reveals persisted before it is written, and the run released at its end.
-import { EventType, type Interrupt } from "@ag-ui/core";
+import { EventType } from "@ag-ui/core";
 import { concatMap, defer, finalize, of, tap, throwError, type Observable } from "rxjs";
 import {
   RunError,
   createAguiPipeline,
+  isProjectionFact,
   type A2AStreamResponse,
   type AguiEvent,
   type AguiOutput,
   type AguiPipelineOptions,
-  type RequiredInput,
+  type PendingInterrupt,
 } from "../../operators/index.js";
 import type { FlowGate } from "../a2a/index.js";
 import { normalizeLanguage, translate } from "../i18n/index.js";
@@ -38,7 +39,8 @@ export function streamRun(context: RunContext, ticket: RunTicket, flow: FlowGate
 function runEvents(context: RunContext, ticket: RunTicket, flow: FlowGate, ending: RunEnding): Observable<AguiOutput> {
   const { request, record, language } = ticket;
   const execution = record.execution;
-  const staged: { inputs: RequiredInput[]; interrupts: Interrupt[] } = { inputs: [], interrupts: [] };
+  // The interrupts of the RUN_FINISHED that comes next, from the projection's "interrupts" fact.
+  let parking: PendingInterrupt[] = [];
   // A re-shown interrupt is projected like a resume that announces its pending set.
   const resume = ticket.kind !== "turn";
   const translateFor = (english: string, lang?: string) => translate(normalizeLanguage(lang) ?? language, english);
@@ -69,33 +71,36 @@ function runEvents(context: RunContext, ticket: RunTicket, flow: FlowGate, endin
       language,
       translate: translateFor,
       cancelledOutcome: declaresAgui1(request.protocolVersion),
-      observer: {
-        // What the kernel reveals is kept in the thread's state: bounded like every other id there.
-        taskId: (taskId) => {
-          execution.taskId = boundedUpstreamId(taskId);
-        },
-        sessionId: (sessionId) => {
-          record.iacCodeSessionId = boundedUpstreamId(sessionId);
-        },
-        interrupts: (inputs, interrupts) => {
-          staged.inputs = inputs;
-          staged.interrupts = interrupts;
-        },
-        steps: (open) => {
-          execution.pipelineOpenSteps = boundedOpenSteps(open);
-        },
-        pipelineCursor: (sequence) => {
-          execution.pipelineSequence = sequence;
-        },
-      },
       textSnapshotDigests: execution.textSnapshotDigests ?? [],
-      commit: (event) => {
-        if (event.type === "IAC_CODE_TEXT_SEGMENT") {
+      commit: (item) => {
+        if (item.type === "IAC_CODE_TEXT_SEGMENT") {
           // Written with the next durable write (the interrupt commit, or the end of the run).
-          rememberTextSegment(execution, event.digest);
+          rememberTextSegment(execution, item.digest);
           return undefined;
         }
-        const write = commitBeforeEmit(context, ticket, ending, event, staged);
+        if (isProjectionFact(item)) {
+          // What the kernel revealed, folded into the thread's state in stream order; written with the next
+          // durable write. Bounded like every other id there.
+          switch (item.fact) {
+            case "taskId":
+              execution.taskId = boundedUpstreamId(item.taskId);
+              break;
+            case "sessionId":
+              record.iacCodeSessionId = boundedUpstreamId(item.sessionId);
+              break;
+            case "openSteps":
+              execution.pipelineOpenSteps = boundedOpenSteps(item.openSteps);
+              break;
+            case "pipelineCursor":
+              execution.pipelineSequence = item.sequence;
+              break;
+            case "interrupts":
+              parking = item.pending;
+              break;
+          }
+          return undefined;
+        }
+        const write = commitBeforeEmit(context, ticket, ending, item, parking);
         if (write) {
           const settled = write.then(
             () => undefined,
@@ -141,7 +146,7 @@ function commitBeforeEmit(
   ticket: RunTicket,
   ending: RunEnding,
   event: AguiEvent,
-  staged: { inputs: RequiredInput[]; interrupts: Interrupt[] },
+  parking: readonly PendingInterrupt[],
 ): Promise<void> | undefined {
   const record = ticket.record;
   if (event.type === EventType.CUSTOM && (event as { name: string }).name === "iac-code.session.v1") {
@@ -158,8 +163,8 @@ function commitBeforeEmit(
     record.execution.interruptedRunId = ticket.request.runId;
     // A re-show announces the pending set as it is: its synthetic frame lists the inputs as pending
     // permissions, which would otherwise mark them sideband and change how the answer is delivered.
-    if (ticket.kind !== "reshow") for (const [i, input] of staged.inputs.entries()) {
-      const expiresAt = staged.interrupts[i]?.expiresAt;
+    if (ticket.kind !== "reshow") for (const { input, interrupt } of parking) {
+      const expiresAt = interrupt.expiresAt;
       putOwn(record.execution.pending, input.value.inputId, {
         value: input.value,
         sideband: input.sideband,
