@@ -10,6 +10,7 @@ import { namespaceCustom } from "./namespace-custom.js";
 import { isProjectionFact, type ProjectionFact } from "./facts.js";
 import { projectA2A, type ProjectA2AOptions } from "./project-a2a.js";
 import { runErrorEvent } from "./lib/run-error-event.js";
+import { OPERATOR_TEXTS } from "./messages.js";
 import { stripResumedText } from "./strip-resumed-text.js";
 import { RunError, type A2AStreamResponse, type AguiEvent, type AguiOutput, type TextSegmentDigest } from "./types.js";
 
@@ -94,7 +95,7 @@ export function createAguiPipeline(options: AguiPipelineOptions): OperatorFuncti
           onFailure: (error) =>
             runErrorEvent(error, {
               timestamp: Math.floor(options.scheduler?.now() ?? Date.now()),
-              fallback: { code: "STATE_PERSISTENCE_FAILED", english: "The execution mapping could not be committed." },
+              fallback: { code: "STATE_PERSISTENCE_FAILED", english: OPERATOR_TEXTS["state.mappingCommitFailed"] },
               translate,
               ...(options.language !== undefined && { language: options.language }),
             }),

@@ -3,7 +3,7 @@
 // edge is turned into one (gatewayErrorOf), and from there into the JSON envelope or a RUN_ERROR.
 import { RunError, type AguiEvent } from "../operators/index.js";
 import { runErrorEvent } from "../operators/lib/run-error-event.js";
-import { normalizeLanguage, translate, type Language } from "./i18n/index.js";
+import { type Language, localize, messageText, normalizeLanguage } from "./i18n/index.js";
 import { InputError } from "./runs/input.js";
 
 /** "client": the text is the client's to read; "internal": logged, and a generic text is shown instead. */
@@ -31,15 +31,15 @@ export class GatewayError extends Error {
   }
 
   localized(language: Language): string {
-    const head = translate(language, this.english);
+    const head = localize(language, this.english);
     if (!this.detail) return head;
     const values = this.detail.values?.length ? `: ${this.detail.values.join(", ")}` : "";
-    const reason = this.detail.reason === undefined ? values : `: ${translate(language, this.detail.reason)}`;
+    const reason = this.detail.reason === undefined ? values : `: ${localize(language, this.detail.reason)}`;
     return `${head} ${this.detail.field}${reason}`;
   }
 }
 
-const INTERNAL_TEXT = "The request could not be processed.";
+const INTERNAL_TEXT = messageText("http.internal");
 
 export const internalError = (): GatewayError => new GatewayError(500, "INTERNAL_ERROR", INTERNAL_TEXT, undefined, undefined, "internal");
 
@@ -56,13 +56,13 @@ export function gatewayErrorOf(error: unknown): GatewayError {
 
 /** The pre-SSE error envelope {"error":{"code","message"}}, localized. */
 export function errorEnvelope(error: GatewayError, language: Language): { error: { code: string; message: string } } {
-  const message = error.exposure === "client" ? error.localized(language) : translate(language, INTERNAL_TEXT);
+  const message = error.exposure === "client" ? error.localized(language) : localize(language, INTERNAL_TEXT);
   return { error: { code: error.code, message, ...error.extra } };
 }
 
 /** A failure after the stream started → its RUN_ERROR (through the one builder the operators use too). */
 export function runErrorOf(error: unknown, language: Language, timestamp = Date.now()): AguiEvent {
-  return runErrorEvent(error, { timestamp, language, translate: (english, lang) => translate(normalizeLanguage(lang) ?? language, english) });
+  return runErrorEvent(error, { timestamp, language, translate: (english, lang) => localize(normalizeLanguage(lang) ?? language, english) });
 }
 
 /** The request failed validation: 400 INVALID_INPUT naming the field and why. */

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { RunError } from "../operators/index.js";
 import { runErrorEvent } from "../operators/lib/run-error-event.js";
 import { GatewayError, errorEnvelope, gatewayErrorOf, runErrorOf } from "../src/errors.js";
-import { translate } from "../src/i18n/index.js";
+import { localize } from "../src/i18n/index.js";
 import { INPUT_ERROR_BASES, InputError } from "../src/runs/input.js";
 import { admission } from "../src/runs/errors.js";
 
@@ -40,7 +40,7 @@ describe("gatewayErrorOf", () => {
   it("carries machine-readable fields into the envelope (RESUME_REQUIRED's interrupts)", () => {
     const envelope = errorEnvelope(admission.resumeRequired([{ id: "i1", reason: "tool_call" } as never]), "zh");
     expect(envelope.error.code).toBe("RESUME_REQUIRED");
-    expect(envelope.error.message).toBe(translate("zh", "The AG-UI thread is waiting for interrupt responses."));
+    expect(envelope.error.message).toBe(localize("zh", "The AG-UI thread is waiting for interrupt responses."));
     expect((envelope.error as { interrupts?: unknown[] }).interrupts).toHaveLength(1);
   });
 });
@@ -49,7 +49,7 @@ describe("runErrorEvent", () => {
   it("keeps a RunError's code and text, localized; a valid AG-UI event", () => {
     const event = runErrorOf(new RunError("EXECUTION_LOST", "The A2A task to resume is unavailable."), "de", 5);
     expect(event).toMatchObject({ type: "RUN_ERROR", code: "EXECUTION_LOST", timestamp: 5 });
-    expect((event as { message: string }).message).toBe(translate("de", "The A2A task to resume is unavailable."));
+    expect((event as { message: string }).message).toBe(localize("de", "The A2A task to resume is unavailable."));
     expect(EventSchema.safeParse(event).success).toBe(true);
   });
 

@@ -3,6 +3,7 @@
 import { EventType, type TokenUsage } from "@ag-ui/core";
 import { RunError, type AguiEvent, type RunErrorCode } from "../types.js";
 import type { Translate } from "./interrupts.js";
+import { OPERATOR_TEXTS } from "../messages.js";
 
 export interface RunErrorEventOptions {
   timestamp: number;
@@ -14,7 +15,7 @@ export interface RunErrorEventOptions {
   usage?: TokenUsage[];
 }
 
-export const A2A_UNAVAILABLE_TEXT = "The local A2A execution service is unavailable.";
+export const A2A_UNAVAILABLE_TEXT = OPERATOR_TEXTS["a2a.unavailable"];
 
 /**
  * @example

@@ -1,5 +1,6 @@
 // A2A failures → the run's error code: what the kernel said (a JSON-RPC error, a retryable session
 // backup) or that it could not be reached.
+import { messageText } from "../i18n/index.js";
 import { RunError } from "../../operators/types.js";
 import { A2AJsonRpcError } from "./errors.js";
 
@@ -9,20 +10,20 @@ export function toRunError(error: unknown, fallback: "A2A_EXECUTION_FAILED" | "A
   if (error instanceof A2AJsonRpcError) {
     const data = error.data as { code?: unknown; retryable?: unknown } | undefined;
     if (data && typeof data === "object" && data.code === "SESSION_BACKUP_NOT_READY" && data.retryable === true) {
-      return new RunError("SESSION_BACKUP_NOT_READY", "Session backup is still synchronizing. Retry after 3 seconds.");
+      return new RunError("SESSION_BACKUP_NOT_READY", messageText("a2a.sessionBackupNotReady"));
     }
     return fallback === "A2A_UNAVAILABLE"
-      ? new RunError("A2A_UNAVAILABLE", "The local A2A execution service is unavailable.")
-      : new RunError("A2A_EXECUTION_FAILED", "The A2A execution failed.");
+      ? new RunError("A2A_UNAVAILABLE", messageText("a2a.unavailable"))
+      : new RunError("A2A_EXECUTION_FAILED", messageText("a2a.executionFailed"));
   }
-  return new RunError("A2A_UNAVAILABLE", "The local A2A execution service is unavailable.");
+  return new RunError("A2A_UNAVAILABLE", messageText("a2a.unavailable"));
 }
 
 /** The kernel refused an answer before accepting it: the interrupt stays pending and can be retried. */
 export function answerRejected(error: unknown): RunError {
   const mapped = toRunError(error, "A2A_UNAVAILABLE");
   if (error instanceof A2AJsonRpcError && mapped.code === "A2A_UNAVAILABLE") {
-    return new RunError("A2A_UNAVAILABLE", "The local A2A execution service rejected the interrupt response.");
+    return new RunError("A2A_UNAVAILABLE", messageText("a2a.interruptResponseRefused"));
   }
   return mapped;
 }

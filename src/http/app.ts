@@ -6,7 +6,7 @@ import { PROTOCOL_VERSION } from "@ag-ui/core";
 import Koa, { type Context, type Next } from "koa";
 import type { Logger } from "pino";
 import type { AguiOutput } from "../../operators/index.js";
-import { normalizeLanguage, resolveAcceptLanguage, type Language } from "../i18n/index.js";
+import { type Language, messageText, normalizeLanguage, resolveAcceptLanguage } from "../i18n/index.js";
 import { peekPreferredLanguage } from "../runs/input.js";
 import type { RunService } from "../runs/service.js";
 import { BodyBudget, CANCEL_BODY, RUN_BODY, drainUnreadBody, parseJsonObject, readBody, type BodyLease, type BodyTexts } from "./body.js";
@@ -112,11 +112,11 @@ export function createApp(options: AppOptions): Koa<State> {
     const body = await readJsonBody(ctx, MAX_CANCEL_BYTES, CANCEL_BODY);
     const { threadId, rosInvocationId } = body;
     if (typeof threadId !== "string" || threadId === "" || typeof rosInvocationId !== "string" || rosInvocationId === "") {
-      throw new GatewayError(400, "INVALID_INPUT", "threadId and rosInvocationId are required.");
+      throw new GatewayError(400, "INVALID_INPUT", messageText("cancel.idsRequired"));
     }
     const executionId = ctx.params.executionId!;
     const outcome = await options.runs.cancel(executionId, threadId, rosInvocationId);
-    if (outcome === "not_found") throw new GatewayError(404, "EXECUTION_NOT_FOUND", "The execution was not found.");
+    if (outcome === "not_found") throw new GatewayError(404, "EXECUTION_NOT_FOUND", messageText("execution.notFound"));
     ctx.body = { executionId, status: outcome };
   });
 
@@ -125,7 +125,7 @@ export function createApp(options: AppOptions): Koa<State> {
     const { threadId, runId, rosInvocationId } = body;
     const strings = [threadId, runId, rosInvocationId].every((v) => typeof v === "string" && v !== "");
     const known = Object.keys(body).every((k) => ["threadId", "runId", "rosInvocationId", "afterSequence"].includes(k));
-    if (!strings || !known) throw new GatewayError(400, "INVALID_INPUT", "The observation request is invalid.");
+    if (!strings || !known) throw new GatewayError(400, "INVALID_INPUT", messageText("observe.invalid"));
     const language = ctx.state.language;
     const events = await options.runs.observe(ctx.params.executionId!, threadId as string, runId as string, rosInvocationId as string, language);
     ctx.respond = false;

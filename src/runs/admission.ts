@@ -2,7 +2,7 @@
 // rotates the execution, and the run id is written before the run may start.
 import { createHash, randomUUID } from "node:crypto";
 import { canonicalJson, type A2APart } from "../../operators/index.js";
-import { normalizeLanguage, translate, type Language } from "../i18n/index.js";
+import { type Language, localize, normalizeLanguage } from "../i18n/index.js";
 import { rememberRunDigest, runDigestOf } from "../state/windows.js";
 import { admission } from "./errors.js";
 import type { RunRequest } from "./input.js";
@@ -54,7 +54,7 @@ export function admitRun(
         // AG-UI 1.0 lets a producer end a run with the interrupt outcome again: a client that lost its
         // interrupts (a reload, a restarted CopilotKit runtime) can show them. The text is not sent.
         if (!declaresAgui1(request.protocolVersion) || record.execution.taskId === null) {
-          throw admission.resumeRequired(interruptsOf(record.execution.pending, (english, lang) => translate(normalizeLanguage(lang) ?? language, english)));
+          throw admission.resumeRequired(interruptsOf(record.execution.pending, (english, lang) => localize(normalizeLanguage(lang) ?? language, english)));
         }
         kind = "reshow";
       } else {

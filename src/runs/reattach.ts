@@ -2,7 +2,7 @@
 // SubscribeToTask). It never writes state, never cancels, and ends with exactly one terminal event.
 import type { Observable } from "rxjs";
 import { createAguiPipeline, type AguiOutput } from "../../operators/index.js";
-import { normalizeLanguage, translate, type Language } from "../i18n/index.js";
+import { type Language, localize, normalizeLanguage } from "../i18n/index.js";
 import { runDigestOf } from "../state/windows.js";
 import { admission } from "./errors.js";
 import type { RunContext } from "./run-context.js";
@@ -42,7 +42,7 @@ export async function reattach(
       historyFallback: false,
       heartbeat: { intervalMs: context.options.heartbeatMs },
       language,
-      translate: (english, lang) => translate(normalizeLanguage(lang) ?? language, english),
+      translate: (english, lang) => localize(normalizeLanguage(lang) ?? language, english),
     }),
   );
 }

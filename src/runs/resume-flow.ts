@@ -1,5 +1,6 @@
 // A resume: restore the session, check the task, reconcile the pending set, validate every answer, then
 // deliver each one to the same A2A task. Nothing is removed from pending before A2A accepted it.
+import { messageText } from "../i18n/index.js";
 import { EMPTY, concat, concatMap, defer, catchError, from, of, throwError, throwIfEmpty, type Observable } from "rxjs";
 import { RunError, type A2AStreamResponse, type A2ATask } from "../../operators/index.js";
 import { buildIacCodeMetadata, buildUserMessage, type FlowGate } from "../a2a/index.js";
@@ -26,7 +27,7 @@ export async function prepareResume(context: RunContext, ticket: RunTicket): Pro
     const plan = planResume(record, ticket.request.resume ?? [], task, Date.now());
     await context.threads
       .persist(record)
-      .catch((error) => failClosed(context, ticket, error, "The interrupted execution state could not be committed."));
+      .catch((error) => failClosed(context, ticket, error, messageText("state.interruptCommitFailed")));
     const recovery = plan.kind === "apply" ? await pipelineRecovery(context, record) : undefined;
     return { plan, ...(recovery && { recovery }) };
   } catch (error) {
@@ -59,17 +60,17 @@ async function checkTask(context: RunContext, ticket: RunTicket): Promise<A2ATas
   const taskId = record.execution.taskId!;
   if (record.iacCodeSessionId !== null) {
     const restored = await context.a2a.ensureSessionRestored({ cwd: record.cwd, sessionId: record.iacCodeSessionId, taskId });
-    if (restored === false) throw new RunError("EXECUTION_LOST", "The iac-code session to resume is unavailable.");
+    if (restored === false) throw new RunError("EXECUTION_LOST", messageText("resume.sessionUnavailable"));
   }
   let task: A2ATask;
   try {
     task = await context.a2a.getTask(taskId);
   } catch (error) {
-    if (isTaskNotFound(error)) throw new RunError("EXECUTION_LOST", "The A2A task to resume is unavailable.");
+    if (isTaskNotFound(error)) throw new RunError("EXECUTION_LOST", messageText("resume.taskUnavailable"));
     throw toRunError(error, "A2A_UNAVAILABLE");
   }
   if (task.id !== taskId || (task.contextId !== undefined && task.contextId !== "" && task.contextId !== record.contextId)) {
-    throw new RunError("A2A_PROTOCOL_ERROR", "The A2A task identity does not match the interrupted run.");
+    throw new RunError("A2A_PROTOCOL_ERROR", messageText("a2a.taskMismatch"));
   }
   return task;
 }
@@ -84,7 +85,7 @@ async function cancelByAnswer(context: RunContext, ticket: RunTicket): Promise<n
   record.execution.pending = {};
   markTerminal(record, context.window);
   await context.threads.persist(record).catch(() => undefined);
-  throw new RunError("CANCELLED", "The execution was cancelled by the interrupt response.");
+  throw new RunError("CANCELLED", messageText("run.cancelledByAnswer"));
 }
 
 /**
@@ -122,7 +123,7 @@ function deliverAnswers(
     context.a2a.sendStreamingMessage(answerMessage(ticket, last, `agui-resume-${ticket.request.runId}-${last.entry.interruptId}`), { flow }),
   ).pipe(
     catchError((error: unknown) => throwError(() => answerRejected(error))),
-    throwIfEmpty(() => new RunError("A2A_UNAVAILABLE", "The A2A interrupt response was not accepted.")),
+    throwIfEmpty(() => new RunError("A2A_UNAVAILABLE", messageText("a2a.interruptResponseRejected"))),
     concatMap((frame, index) =>
       // Missed pipeline events are shown once the answer is accepted, before what follows it.
       index === 0 ? from(accept(context, ticket, [last])).pipe(concatMap(() => of(...recovery, frame, ...toolResults))) : of(frame),
@@ -160,7 +161,7 @@ async function accept(context: RunContext, ticket: RunTicket, answers: PlannedAn
   }
   await context.threads
     .persist(record)
-    .catch((error) => failClosed(context, ticket, error, "The accepted interrupt response could not be committed."));
+    .catch((error) => failClosed(context, ticket, error, messageText("state.answerCommitFailed")));
 }
 
 /** What parallel pipeline work emitted while the run was parked (reference-adapter §4.4 step 5). */

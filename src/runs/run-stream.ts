@@ -13,7 +13,7 @@ import {
   type PendingInterrupt,
 } from "../../operators/index.js";
 import type { FlowGate } from "../a2a/index.js";
-import { normalizeLanguage, translate } from "../i18n/index.js";
+import { localize, messageText, normalizeLanguage } from "../i18n/index.js";
 import { recordRun } from "../ops/metrics.js";
 import { putOwn, rememberTextSegment } from "../state/windows.js";
 import { declaresAgui1 } from "./protocol.js";
@@ -43,7 +43,7 @@ function runEvents(context: RunContext, ticket: RunTicket, flow: FlowGate, endin
   let parking: PendingInterrupt[] = [];
   // A re-shown interrupt is projected like a resume that announces its pending set.
   const resume = ticket.kind !== "turn";
-  const translateFor = (english: string, lang?: string) => translate(normalizeLanguage(lang) ?? language, english);
+  const translateFor = (english: string, lang?: string) => localize(normalizeLanguage(lang) ?? language, english);
   // While a durable write is in flight the upstream is not read either: frames would only queue up.
   let committing: Promise<void> | undefined;
   const gate: FlowGate = { ready: () => committing ?? flow.ready() };
@@ -150,13 +150,13 @@ function commitBeforeEmit(
 ): Promise<void> | undefined {
   const record = ticket.record;
   if (event.type === EventType.CUSTOM && (event as { name: string }).name === "iac-code.session.v1") {
-    return context.threads.persist(record).catch((error) => failClosed(context, ticket, error, "The execution mapping could not be committed."));
+    return context.threads.persist(record).catch((error) => failClosed(context, ticket, error, messageText("state.mappingCommitFailed")));
   }
   if (event.type === EventType.RUN_FINISHED && (event as { outcome?: { type: string } }).outcome?.type === "interrupt") {
     if (record.terminalExecutionIds.includes(record.execution.executionId)) {
       // The cancel extension ended this execution while the run was on its way here (a re-shown
       // interrupt has no kernel stream to say so): announcing or storing its interrupts would revive it.
-      return Promise.reject(new RunError("CANCELLED", "The execution was cancelled."));
+      return Promise.reject(new RunError("CANCELLED", messageText("run.cancelled")));
     }
     // Marked before the write, so a client that drops now does not cancel a run that is parking.
     ending.interrupted = true;
@@ -174,7 +174,7 @@ function commitBeforeEmit(
     return context.threads.persist(record).catch((error) => {
       record.execution.pending = {};
       ending.interrupted = false;
-      return failClosed(context, ticket, error, "The interrupted execution state could not be committed.");
+      return failClosed(context, ticket, error, messageText("state.interruptCommitFailed"));
     });
   }
   return undefined;
