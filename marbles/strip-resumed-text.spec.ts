@@ -140,6 +140,15 @@ describe("stripResumedText", () => {
       u: "t:x",
     });
   });
+
+  it("a long segment of many deltas, a surrogate pair split across them, digests as the whole text", async () => {
+    // Deltas are hashed in batches: the digest must still be the whole text's, whatever the batch edges.
+    const deltas = ["a".repeat(16_383), "\ud83d", "\ude00", ...Array.from({ length: 3_000 }, (_, i) => `delta ${i} `), ..."tail"];
+    const whole = deltas.join("");
+    const items = [ev.a, ev.s(), ...deltas.map((d) => ev.t(d)), ev.n(), ev.f] as Item[];
+    const out = await lastValueFrom(from(items).pipe(stripResumedText(), toArray()));
+    expect(out.filter((e) => e.type === "IAC_CODE_TEXT_SEGMENT")).toEqual([{ type: "IAC_CODE_TEXT_SEGMENT", digest: sha(whole) }]);
+  });
 });
 
 describe("createAguiPipeline with textSnapshotDigests", () => {

@@ -21,6 +21,15 @@ type TextItem = { type: string; messageId?: string; delta?: string; parentMessag
 const PIPELINE_MESSAGE = "pipeline-message:";
 // The prefix search hashes every prefix; beyond this many code points a replay is emitted unstripped.
 const MAX_CHECKED_CODE_POINTS = 131_072;
+// Deltas are hashed in batches of about this many UTF-16 units: one hash update per delta cost more than
+// the rest of the pipeline, and a batch keeps a segment's memory bounded all the same.
+const HASH_BATCH = 16_384;
+
+/** The running digest of one message's current segment: hashed text plus a short unhashed tail. */
+interface Segment {
+  hash: Hash;
+  tail: string;
+}
 
 /**
  * Drops the replayed prefix of each message's first text and emits a TextSegmentDigest per new segment.
@@ -37,7 +46,7 @@ export function stripResumedText<T extends { type: string }>(
     new Observable<T | TextSegmentDigest>((subscriber) => {
       const known = new Set(options.knownDigests ?? []);
       /** The running digest of each message's current segment (the text itself is not kept). */
-      const segments = new Map<string, Hash>();
+      const segments = new Map<string, Segment>();
       /** Message ids whose first text was already checked in this run. */
       const checked = new Set<string>();
       /** TEXT_MESSAGE_START held until the message has something to show (a fully replayed text has not). */
@@ -48,7 +57,7 @@ export function stripResumedText<T extends { type: string }>(
         const segment = segments.get(messageId);
         if (segment === undefined) return;
         segments.delete(messageId);
-        const digest = segment.digest("hex");
+        const digest = segment.hash.update(segment.tail, "utf8").digest("hex");
         if (known.has(digest)) return;
         known.add(digest);
         subscriber.next({ type: "IAC_CODE_TEXT_SEGMENT", digest });
@@ -76,7 +85,7 @@ export function stripResumedText<T extends { type: string }>(
           return show(item, messageId, delta);
         }
         // The whole replay is this message's text so far: the next segment digest covers all of it.
-        segments.set(messageId, createHash("sha256").update(delta, "utf8"));
+        segments.set(messageId, { hash: createHash("sha256").update(delta, "utf8"), tail: "" });
         const rest = delta.slice(replayed);
         if (rest !== "") show(item, messageId, rest);
       };
@@ -127,13 +136,22 @@ export function stripResumedText<T extends { type: string }>(
     });
 }
 
-function append(segments: Map<string, Hash>, messageId: string, delta: string): void {
+function append(segments: Map<string, Segment>, messageId: string, delta: string): void {
   let segment = segments.get(messageId);
   if (segment === undefined) {
-    segment = createHash("sha256");
+    segment = { hash: createHash("sha256"), tail: "" };
     segments.set(messageId, segment);
   }
-  segment.update(delta, "utf8");
+  segment.tail += delta;
+  // Never flush half a surrogate pair: hashed alone it would encode as U+FFFD, not as its character.
+  if (segment.tail.length >= HASH_BATCH && !isHighSurrogate(segment.tail.charCodeAt(segment.tail.length - 1))) {
+    segment.hash.update(segment.tail, "utf8");
+    segment.tail = "";
+  }
+}
+
+function isHighSurrogate(unit: number): boolean {
+  return unit >= 0xd800 && unit <= 0xdbff;
 }
 
 /** Length (UTF-16 units) of the longest prefix of `text`, whole code points, whose digest is known. */
