@@ -141,6 +141,14 @@ describe("stripResumedText", () => {
     });
   });
 
+  it("a throw while an item is read is the subscription's error, not an unhandled one", () => {
+    const hostile = { type: "TEXT_MESSAGE_CONTENT", get messageId(): string { throw new Error("hostile getter"); } };
+    const seen: unknown[] = [];
+    from([ev.a, hostile] as Item[]).pipe(stripResumedText()).subscribe({ next: () => undefined, error: (e: unknown) => seen.push(e) });
+    expect(seen).toHaveLength(1);
+    expect((seen[0] as Error).message).toBe("hostile getter");
+  });
+
   it("a long segment of many deltas, a surrogate pair split across them, digests as the whole text", async () => {
     // Deltas are hashed in batches: the digest must still be the whole text's, whatever the batch edges.
     const deltas = ["a".repeat(16_383), "\ud83d", "\ude00", ...Array.from({ length: 3_000 }, (_, i) => `delta ${i} `), ..."tail"];

@@ -7,7 +7,8 @@
 // commit included); each new digest travels on as a TextSegmentDigest item, before the terminal event.
 import { createHash, type Hash } from "node:crypto";
 import { EventType } from "@ag-ui/core";
-import { Observable, type OperatorFunction } from "rxjs";
+import type { OperatorFunction } from "rxjs";
+import { operate, operatorObserver } from "./lib/operate.js";
 import type { TextSegmentDigest } from "./types.js";
 
 export interface StripResumedTextOptions {
@@ -42,98 +43,95 @@ interface Segment {
 export function stripResumedText<T extends { type: string }>(
   options: StripResumedTextOptions = {},
 ): OperatorFunction<T, T | TextSegmentDigest> {
-  return (source) =>
-    new Observable<T | TextSegmentDigest>((subscriber) => {
-      const known = new Set(options.knownDigests ?? []);
-      /** The running digest of each message's current segment (the text itself is not kept). */
-      const segments = new Map<string, Segment>();
-      /** Message ids whose first text was already checked in this run. */
-      const checked = new Set<string>();
-      /** TEXT_MESSAGE_START held until the message has something to show (a fully replayed text has not). */
-      const heldStarts = new Map<string, T>();
-      let current: string | undefined;
+  return operate<T, T | TextSegmentDigest>((source, subscriber) => {
+    const known = new Set(options.knownDigests ?? []);
+    /** The running digest of each message's current segment (the text itself is not kept). */
+    const segments = new Map<string, Segment>();
+    /** Message ids whose first text was already checked in this run. */
+    const checked = new Set<string>();
+    /** TEXT_MESSAGE_START held until the message has something to show (a fully replayed text has not). */
+    const heldStarts = new Map<string, T>();
+    let current: string | undefined;
 
-      const finish = (messageId: string) => {
-        const segment = segments.get(messageId);
-        if (segment === undefined) return;
-        segments.delete(messageId);
-        const digest = segment.hash.update(segment.tail, "utf8").digest("hex");
-        if (known.has(digest)) return;
-        known.add(digest);
-        subscriber.next({ type: "IAC_CODE_TEXT_SEGMENT", digest });
-      };
+    const finish = (messageId: string) => {
+      const segment = segments.get(messageId);
+      if (segment === undefined) return;
+      segments.delete(messageId);
+      const digest = segment.hash.update(segment.tail, "utf8").digest("hex");
+      if (known.has(digest)) return;
+      known.add(digest);
+      subscriber.next({ type: "IAC_CODE_TEXT_SEGMENT", digest });
+    };
 
-      const show = (item: T, messageId: string, delta: string) => {
-        const start = heldStarts.get(messageId);
-        if (start !== undefined) {
-          heldStarts.delete(messageId);
-          subscriber.next(start);
+    const show = (item: T, messageId: string, delta: string) => {
+      const start = heldStarts.get(messageId);
+      if (start !== undefined) {
+        heldStarts.delete(messageId);
+        subscriber.next(start);
+      }
+      subscriber.next(delta === (item as TextItem).delta ? item : ({ ...item, delta } as T));
+    };
+
+    const content = (item: T, messageId: string, delta: string) => {
+      current = messageId;
+      if (messageId.startsWith(PIPELINE_MESSAGE) || checked.has(messageId)) {
+        append(segments, messageId, delta);
+        return show(item, messageId, delta);
+      }
+      checked.add(messageId);
+      const replayed = replayedPrefixLength(delta, known);
+      if (replayed === 0) {
+        append(segments, messageId, delta);
+        return show(item, messageId, delta);
+      }
+      // The whole replay is this message's text so far: the next segment digest covers all of it.
+      segments.set(messageId, { hash: createHash("sha256").update(delta, "utf8"), tail: "" });
+      const rest = delta.slice(replayed);
+      if (rest !== "") show(item, messageId, rest);
+    };
+
+    // A throw while a text is checked is this run's error, never the process's (operate's contract).
+    return source.subscribe(operatorObserver<T>(subscriber, {
+      next: (item) => {
+        const e = item as unknown as TextItem;
+        switch (e.type) {
+          case EventType.TEXT_MESSAGE_START:
+            if (e.messageId !== undefined && !e.messageId.startsWith(PIPELINE_MESSAGE) && !checked.has(e.messageId)) {
+              heldStarts.set(e.messageId, item);
+              return;
+            }
+            break;
+          case EventType.TEXT_MESSAGE_CONTENT:
+            if (e.messageId !== undefined && typeof e.delta === "string") return content(item, e.messageId, e.delta);
+            break;
+          case EventType.TEXT_MESSAGE_END:
+            if (e.messageId === undefined) break;
+            finish(e.messageId);
+            if (current === e.messageId) current = undefined;
+            // Never opened for the client: its only text was a replay.
+            if (heldStarts.delete(e.messageId)) return;
+            break;
+          case EventType.TOOL_CALL_START:
+            if (current !== undefined) finish(current);
+            if (e.parentMessageId !== undefined && heldStarts.has(e.parentMessageId)) {
+              const { parentMessageId: _unopened, ...rest } = e;
+              return subscriber.next(rest as unknown as T);
+            }
+            break;
+          case EventType.TOOL_CALL_ARGS:
+            // The tool's input is complete (TOOL_CALL_ARGS is emitted only then).
+            if (current !== undefined) finish(current);
+            break;
+          case EventType.RUN_FINISHED:
+          case EventType.RUN_ERROR:
+            for (const messageId of [...segments.keys()]) finish(messageId);
+            heldStarts.clear();
+            break;
         }
-        subscriber.next(delta === (item as TextItem).delta ? item : ({ ...item, delta } as T));
-      };
-
-      const content = (item: T, messageId: string, delta: string) => {
-        current = messageId;
-        if (messageId.startsWith(PIPELINE_MESSAGE) || checked.has(messageId)) {
-          append(segments, messageId, delta);
-          return show(item, messageId, delta);
-        }
-        checked.add(messageId);
-        const replayed = replayedPrefixLength(delta, known);
-        if (replayed === 0) {
-          append(segments, messageId, delta);
-          return show(item, messageId, delta);
-        }
-        // The whole replay is this message's text so far: the next segment digest covers all of it.
-        segments.set(messageId, { hash: createHash("sha256").update(delta, "utf8"), tail: "" });
-        const rest = delta.slice(replayed);
-        if (rest !== "") show(item, messageId, rest);
-      };
-
-      const upstream = source.subscribe({
-        next: (item) => {
-          const e = item as unknown as TextItem;
-          switch (e.type) {
-            case EventType.TEXT_MESSAGE_START:
-              if (e.messageId !== undefined && !e.messageId.startsWith(PIPELINE_MESSAGE) && !checked.has(e.messageId)) {
-                heldStarts.set(e.messageId, item);
-                return;
-              }
-              break;
-            case EventType.TEXT_MESSAGE_CONTENT:
-              if (e.messageId !== undefined && typeof e.delta === "string") return content(item, e.messageId, e.delta);
-              break;
-            case EventType.TEXT_MESSAGE_END:
-              if (e.messageId === undefined) break;
-              finish(e.messageId);
-              if (current === e.messageId) current = undefined;
-              // Never opened for the client: its only text was a replay.
-              if (heldStarts.delete(e.messageId)) return;
-              break;
-            case EventType.TOOL_CALL_START:
-              if (current !== undefined) finish(current);
-              if (e.parentMessageId !== undefined && heldStarts.has(e.parentMessageId)) {
-                const { parentMessageId: _unopened, ...rest } = e;
-                return subscriber.next(rest as unknown as T);
-              }
-              break;
-            case EventType.TOOL_CALL_ARGS:
-              // The tool's input is complete (TOOL_CALL_ARGS is emitted only then).
-              if (current !== undefined) finish(current);
-              break;
-            case EventType.RUN_FINISHED:
-            case EventType.RUN_ERROR:
-              for (const messageId of [...segments.keys()]) finish(messageId);
-              heldStarts.clear();
-              break;
-          }
-          subscriber.next(item);
-        },
-        error: (error: unknown) => subscriber.error(error),
-        complete: () => subscriber.complete(),
-      });
-      return () => upstream.unsubscribe();
-    });
+        subscriber.next(item);
+      },
+    }));
+  });
 }
 
 function append(segments: Map<string, Segment>, messageId: string, delta: string): void {
