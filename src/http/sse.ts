@@ -5,7 +5,8 @@ import type { ServerResponse } from "node:http";
 import { AGUI_MEDIA_TYPE, EventEncoder } from "@ag-ui/encoder";
 import type { Observable } from "rxjs";
 import type { FlowGate } from "../a2a/index.js";
-import type { AguiEvent, AguiOutput } from "../../operators/index.js";
+import { RunError, type AguiEvent, type AguiOutput } from "../../operators/index.js";
+import { runErrorEvent } from "../../operators/lib/run-error-event.js";
 import { SpanLedger } from "../../operators/lib/span-ledger.js";
 import { messageText } from "../i18n/index.js";
 
@@ -113,7 +114,7 @@ export function writeSse(
         const timestamp = Date.now();
         const closing: AguiEvent[] = [
           ...spans.close(timestamp),
-          { type: "RUN_ERROR", code: "A2A_PROTOCOL_ERROR", message: messageText("a2a.invalidFrame"), timestamp } as AguiEvent,
+          runErrorEvent(new RunError("A2A_PROTOCOL_ERROR", messageText("a2a.invalidFrame")), { timestamp }),
         ];
         for (const event of closing) {
           try {
