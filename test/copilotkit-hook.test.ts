@@ -10,7 +10,7 @@ import { CopilotKitProvider, useAgent, useCopilotKit, useInterrupt } from "@copi
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { JsonObject } from "../operators/types.js";
 import type { ScriptedA2AServer } from "../src/demo/index.js";
-import { expectValidTraffic, startCopilotRuntime, type CopilotRuntimeServer } from "./helpers/copilotkit.js";
+import { expectValidTraffic, iacAgents, startCopilotRuntime, type CopilotRuntimeServer } from "./helpers/copilotkit.js";
 import { startStack, type Stack } from "./helpers/e2e.js";
 
 // The project compiles without the DOM lib (Node code); these are the few jsdom members the page test touches.
@@ -35,10 +35,7 @@ let runtime: CopilotRuntimeServer;
 beforeAll(async () => {
   stack = await startStack();
   const iacCode = (stack.input().forwardedProps as { iacCode: JsonObject }).iacCode;
-  runtime = await startCopilotRuntime(stack.gateway.url, {
-    iac: iacCode,
-    "iac-pipeline": { ...iacCode, rosInvocationId: "invocation-pipeline", runMode: "pipeline" },
-  });
+  runtime = await startCopilotRuntime(stack.gateway.url, iacAgents(iacCode));
 });
 
 afterAll(async () => {

@@ -6,7 +6,7 @@
 // with EventSchema.
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { JsonObject } from "../operators/types.js";
-import { connectClient, expectValidTraffic, finishedOf, startCopilotRuntime, type CopilotRuntimeServer } from "./helpers/copilotkit.js";
+import { connectClient, expectValidTraffic, finishedOf, iacAgents, startCopilotRuntime, type CopilotRuntimeServer } from "./helpers/copilotkit.js";
 import { postCancel } from "./helpers/durable.js";
 import { frame, scriptByPrompt, slowTurn, startStack, type Stack } from "./helpers/e2e.js";
 import type { ScriptedA2AServer } from "../src/demo/index.js";
@@ -27,10 +27,7 @@ beforeAll(async () => {
     }),
   });
   iacCode = (stack.input().forwardedProps as { iacCode: JsonObject }).iacCode;
-  runtime = await startCopilotRuntime(stack.gateway.url, {
-    iac: iacCode,
-    "iac-pipeline": { ...iacCode, rosInvocationId: "invocation-pipeline", runMode: "pipeline" },
-  });
+  runtime = await startCopilotRuntime(stack.gateway.url, iacAgents(iacCode));
 });
 
 afterAll(async () => {
@@ -157,10 +154,7 @@ describe("CopilotKit interrupts", () => {
     const interrupt = parked.outcome!.interrupts![0]!;
     await runtime.close();
     // A new runtime process (empty in-memory runner) and a reloaded page on the same thread.
-    runtime = await startCopilotRuntime(stack.gateway.url, {
-      iac: iacCode,
-      "iac-pipeline": { ...iacCode, rosInvocationId: "invocation-pipeline", runMode: "pipeline" },
-    });
+    runtime = await startCopilotRuntime(stack.gateway.url, iacAgents(iacCode));
     const page = await connectClient(runtime.url, "iac", { threadId: before.agent.threadId });
     const shown = finishedOf(await page.send("is anyone there?"));
     expect(shown.outcome?.type).toBe("interrupt");

@@ -38,6 +38,11 @@ export interface CopilotRuntimeServer {
 /** Agent name → the iacCode its server-side middleware adds. */
 export type AgentTable = Record<string, JsonObject>;
 
+/** The two agents both CopilotKit suites register: `iac` (normal turns) and `iac-pipeline` (pipeline mode). */
+export function iacAgents(iacCode: JsonObject): AgentTable {
+  return { iac: iacCode, "iac-pipeline": { ...iacCode, rosInvocationId: "invocation-pipeline", runMode: "pipeline" } };
+}
+
 export async function startCopilotRuntime(gatewayUrl: string, agents: AgentTable): Promise<CopilotRuntimeServer> {
   const exchanges: GatewayExchange[] = [];
   const recordingFetch = async (target: string, init: RequestInit): Promise<Response> => {
