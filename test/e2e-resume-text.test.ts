@@ -9,29 +9,11 @@ import type { JsonObject } from "../operators/types.js";
 import type { ScriptItem, TurnContext, TurnScript } from "../src/demo/index.js";
 import { allowOnce, interruptsOf, resumeInput, startDurableStack, type DurableStack } from "./helpers/durable.js";
 import { frame, runWithHttpAgent, type WireEvent } from "./helpers/e2e.js";
+import { permissionInput } from "./helpers/frames.js";
 
 const SESSION_ID = "session-resume-text";
 const sha = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
 
-function permission(turn: TurnContext, inputId: string): JsonObject {
-  return {
-    schemaVersion: 1,
-    kind: "permission",
-    requestTaskId: turn.taskId,
-    contextId: turn.contextId,
-    inputId,
-    toolUseId: `call_${inputId}`,
-    toolName: "ros_deploy",
-    title: "Deploy ROS stack",
-    prompt: `Allow ${inputId}?`,
-    options: [
-      { id: "allow_once", label: "Allow once" },
-      { id: "deny", label: "Deny" },
-    ],
-    language: "en",
-    required: true,
-  };
-}
 
 let sequence = 0;
 /** A pipeline envelope on the plan step (pipeline mode only). */
@@ -55,7 +37,7 @@ const cumulativeScript: TurnScript = (turn) => {
   const park = (inputId: string, text?: string) =>
     frame.status("TASK_STATE_INPUT_REQUIRED", {
       sessionId: SESSION_ID,
-      iac: { input: permission(turn, inputId) },
+      iac: { input: permissionInput(turn, inputId, `call_${inputId}`) },
       ...(text !== undefined && { text, messageId: `${turn.taskId}-wait` }),
     });
   switch (turn.turnIndex) {

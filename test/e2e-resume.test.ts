@@ -41,6 +41,7 @@ import {
   type Stack,
   type WireEvent,
 } from "./helpers/e2e.js";
+import { permissionInput } from "./helpers/frames.js";
 import { SHIPPED_PACING } from "./helpers/pacing.js";
 
 const SESSION_ID = "session-resume-e2e";
@@ -52,25 +53,6 @@ type AnswerHandler = (turn: TurnContext, attempt: number) => Iterable<ScriptItem
 const answerHandlers = new Map<string, { attempts: number; handle: AnswerHandler }>();
 let slowAnswerDone = false;
 
-function permissionInput(turn: TurnContext, inputId: string, toolUseId: string): JsonObject {
-  return {
-    schemaVersion: 1,
-    kind: "permission",
-    requestTaskId: turn.taskId,
-    contextId: turn.contextId,
-    inputId,
-    toolUseId,
-    toolName: "ros_deploy",
-    title: "Deploy ROS stack",
-    prompt: `Run ${toolUseId}?`,
-    options: [
-      { id: "allow_once", label: "Allow once" },
-      { id: "deny", label: "Deny" },
-    ],
-    language: "en",
-    required: true,
-  };
-}
 
 function questionInput(turn: TurnContext, inputId: string, toolUseId: string): JsonObject {
   return {

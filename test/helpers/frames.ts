@@ -40,3 +40,24 @@ export const frame = {
     return statusFrame("TASK_STATE_WORKING", opts);
   },
 };
+
+/** A ros_deploy permission request as the kernel announces it (metadata.iac_code.input). */
+export function permissionInput(turn: { taskId: string; contextId: string }, inputId: string, toolUseId: string): JsonObject {
+  return {
+    schemaVersion: 1,
+    kind: "permission",
+    requestTaskId: turn.taskId,
+    contextId: turn.contextId,
+    inputId,
+    toolUseId,
+    toolName: "ros_deploy",
+    title: "Deploy ROS stack",
+    prompt: `Run ${toolUseId}?`,
+    options: [
+      { id: "allow_once", label: "Allow once" },
+      { id: "deny", label: "Deny" },
+    ],
+    language: "en",
+    required: true,
+  };
+}
