@@ -1,123 +1,20 @@
 // The built-in demo agent: what `agui-gateway --demo` talks to. No LLM and no network; every text is
 // derived from the user's prompt, and the frames follow iac-code's normal-mode catalogue
 // (a2a-upstream.md §3.2, §4.1, §4.2, §8a, §8b) so the gateway runs its real projection against it.
-import { createHash, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { RequestMalformedError } from "@a2a-js/sdk/errors";
-import type { A2AMessage, A2AStreamResponse, JsonObject } from "../../operators/types.js";
+import type { A2AStreamResponse } from "../../operators/types.js";
 import type { ScriptItem, TurnContext, TurnScript } from "./a2a-server.js";
+import { Frames, hex, promptOf, quoted } from "./demo-frames.js";
+import { permissionAnswerOf, validateAnswer, type Decision, type PendingPermission } from "./permission-answer.js";
 import { pipelineAnswerTurn, pipelineFirstTurn, wantsPipeline, type PipelineWait } from "./pipeline-script.js";
-import { isObject } from "../../operators/lib/json.js";
 
 export interface DemoScriptOptions {
   /** Fixed pause between frames in ms. Default: a 10–40 ms rhythm so a human sees it stream. */
   frameDelayMs?: number;
 }
 
-/** A permission the agent is waiting for; one per task (iac-code queues the rest). */
-interface PendingPermission {
-  contextId: string;
-  inputId: string;
-  toolUseId: string;
-  toolName: string;
-  stackName: string;
-  regionId: string;
-}
-
-type Decision = "allow_once" | "deny";
-
-const ANSWER_KEYS = ["decision", "inputId", "kind", "requestTaskId", "schemaVersion", "toolUseId"];
 const RHYTHM_MS = [10, 25, 40, 15, 30, 20];
-
-/** Stable hex derived from a seed, so ids are reproducible per task. */
-function hex(seed: string, length: number): string {
-  return createHash("sha256").update(seed).digest("hex").slice(0, length);
-}
-
-function promptOf(message: A2AMessage): string {
-  return (message.parts ?? [])
-    .map((part) => (typeof part.text === "string" ? part.text : ""))
-    .join("")
-    .trim();
-}
-
-/** The prompt as it is quoted back: one line, bounded. */
-function quoted(prompt: string): string {
-  const line = prompt.replace(/\s+/g, " ");
-  return line.length > 80 ? `${line.slice(0, 77)}...` : line;
-}
-
-/** Model-like deltas: a few words per chunk, spaces kept, so joining them gives the text back. */
-function deltas(text: string): string[] {
-  const words = text.match(/\S+\s*/g) ?? [];
-  const chunks: string[] = [];
-  for (let i = 0; i < words.length; i += 3) chunks.push(words.slice(i, i + 3).join(""));
-  return chunks;
-}
-
-
-function now(): string {
-  return new Date().toISOString();
-}
-
-/** Frame builders bound to one turn; every status frame carries the context's session id. */
-class Frames {
-  constructor(
-    private readonly turn: TurnContext,
-    private readonly sessionId: string,
-  ) {}
-
-  status(
-    state: string,
-    opts: { iac?: JsonObject; text?: string; messageId?: string; timestamp?: boolean; session?: boolean } = {},
-  ): A2AStreamResponse {
-    const { taskId, contextId } = this.turn;
-    const message =
-      opts.text === undefined
-        ? undefined
-        : { messageId: opts.messageId ?? `${taskId}-message`, contextId, taskId, role: "ROLE_AGENT", parts: [{ text: opts.text }] };
-    const iac: JsonObject = { ...opts.iac };
-    if (opts.session !== false) iac.iacCodeSessionId = this.sessionId;
-    return {
-      statusUpdate: {
-        taskId,
-        contextId,
-        status: { state, ...(opts.timestamp ? { timestamp: now() } : {}), ...(message ? { message } : {}) },
-        metadata: { iac_code: iac },
-      },
-    };
-  }
-
-  working(iac: JsonObject): A2AStreamResponse {
-    return this.status("TASK_STATE_WORKING", { iac });
-  }
-
-  text(text: string): A2AStreamResponse[] {
-    return deltas(text).map((chunk) => this.status("TASK_STATE_WORKING", { text: chunk }));
-  }
-
-  thinking(texts: string[]): A2AStreamResponse[] {
-    return texts.map((text) => this.working({ thinking: { type: "raw_thinking", text } }));
-  }
-
-  usage(inputTokens: number, outputTokens: number): A2AStreamResponse {
-    return this.working({ usage: { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens } });
-  }
-
-  /** The repeat of the whole final assistant text that a delta consumer must skip (§3.2 frame 10). */
-  assistantFinal(text: string): A2AStreamResponse {
-    return this.status("TASK_STATE_WORKING", {
-      text,
-      messageId: `${this.turn.taskId}-2`,
-      timestamp: true,
-      iac: { assistantFinal: { complete: true } },
-    });
-  }
-
-  /** iac-code's "turn finished OK": INPUT_REQUIRED without message and without input. */
-  endOfTurn(): A2AStreamResponse {
-    return this.status("TASK_STATE_INPUT_REQUIRED", { timestamp: true });
-  }
-}
 
 export function createDemoScript(options: DemoScriptOptions = {}): TurnScript {
   const sessions = new Map<string, string>();
@@ -323,44 +220,6 @@ export function createDemoScript(options: DemoScriptOptions = {}): TurnScript {
   };
 }
 
-/** The data of a permission answer part, if the message carries one (validated separately). */
-function permissionAnswerOf(message: A2AMessage): JsonObject | undefined {
-  for (const part of message.parts ?? []) {
-    if (isObject(part.data) && part.data.kind === "permission") return part.data;
-  }
-  return undefined;
-}
-
-/** iac-code's resume checks (a2a-upstream §4.2); every violation is -32602. */
-function validateAnswer(turn: TurnContext, wait: PendingPermission): Decision {
-  const invalid = (why: string): never => {
-    throw new RequestMalformedError(`permission_resume_invalid: ${why}`);
-  };
-  const mismatch = (field: string): never => {
-    throw new RequestMalformedError(`input_response_mismatch: ${field} does not match the pending permission`);
-  };
-  const message = turn.userMessage;
-  if (message.role !== "ROLE_USER") invalid("role must be ROLE_USER");
-  const parts = message.parts ?? [];
-  if (parts.length !== 1) invalid("a permission answer must have exactly one part");
-  const part = parts[0];
-  if (!part || part.mediaType !== "application/json" || !isObject(part.data)) {
-    return invalid("the part must be a DataPart with mediaType application/json");
-  }
-  const data = part.data;
-  const keys = Object.keys(data).sort();
-  if (keys.length !== ANSWER_KEYS.length || keys.some((key, i) => key !== ANSWER_KEYS[i])) {
-    invalid(`the answer must have exactly the keys ${ANSWER_KEYS.join(", ")}`);
-  }
-  if (data.schemaVersion !== 1) invalid("schemaVersion must be 1");
-  if (data.kind !== "permission") invalid("kind must be permission");
-  if (data.decision !== "allow_once" && data.decision !== "deny") invalid("decision must be allow_once or deny");
-  if (data.requestTaskId !== turn.taskId) mismatch("requestTaskId");
-  if (turn.contextId !== wait.contextId) mismatch("contextId");
-  if (data.inputId !== wait.inputId) mismatch("inputId");
-  if (data.toolUseId !== wait.toolUseId) mismatch("toolUseId");
-  return data.decision as Decision;
-}
 
 /** What `agui-gateway --demo` serves. Tests should build their own with createDemoScript(). */
 export const demoScript: TurnScript = createDemoScript();
