@@ -1,6 +1,8 @@
 // Per-thread protocol state: the binding of an AG-UI thread to its A2A context and workspace, the
 // current execution, pending interrupts and idempotency data. Never message text or secrets.
 import type { InputValue } from "../../operators/index.js";
+import { serializeThreadRecord } from "./record-text.js";
+import { assertStorable, parseThreadRecord } from "./validate.js";
 
 export interface PendingEntry {
   /** The allowlist-filtered A2A input the interrupt was built from. */
@@ -73,20 +75,99 @@ export interface ThreadStore {
   remove?(threadId: string): Promise<void>;
   /** Every stored thread's id (start-up recovery); unreadable records are skipped. */
   threadIds?(): Promise<string[]>;
+  /** True when other replicas read and write the same records (see SharedThreadStore). */
+  readonly shared?: boolean;
 }
 
-/** In-process store: the same contract without a disk, for tests and embedders. */
+/** A compare-and-set lost: the record changed since it was read. Reload, re-decide, retry. */
+export class StaleRecordError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "StaleRecordError";
+  }
+}
+
+/** The write was fenced by a lease this replica no longer holds: another replica may own the thread now. */
+export class LeaseLostError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "LeaseLostError";
+  }
+}
+
+export interface VersionedThreadRecord {
+  record: ThreadRecord;
+  /** 1 for the first write, +1 per write. */
+  version: number;
+}
+
+export interface LeaseInfo {
+  /** Opaque; whoever holds it may renew, release or fence writes with it. */
+  token: string;
+  ownerId: string;
+  /** Milliseconds before the lease expires unless renewed. */
+  remainingMs: number;
+}
+
+/**
+ * A store several replicas share: versioned records written by compare-and-set, and a per-thread lease that says
+ * which replica runs the thread. A write fenced with a lease token lands only while that token still holds the
+ * lease, so a replica that stalled past its lease cannot overwrite the new owner's state.
+ */
+export interface SharedThreadStore extends ThreadStore {
+  readonly shared: true;
+  loadVersioned(threadId: string): Promise<VersionedThreadRecord | undefined>;
+  /**
+   * Writes when the stored version is `expectedVersion` (0: no record yet) and, with `fence`, the thread's lease
+   * holds exactly that token. Resolves the new version; throws StaleRecordError, LeaseLostError or
+   * StateUnavailableError.
+   */
+  saveVersioned(record: ThreadRecord, expectedVersion: number, fence?: string): Promise<number>;
+  remove(threadId: string, fence?: string): Promise<void>;
+  threadIds(): Promise<string[]>;
+  /** Takes the lease when it is free; otherwise says which owner holds it (possibly `ownerId` itself). */
+  acquireLease(threadId: string, ownerId: string, ttlMs: number): Promise<{ token: string } | { heldBy: string }>;
+  /** False when `token` no longer holds the lease (expired, released, broken). */
+  renewLease(threadId: string, token: string, ttlMs: number): Promise<boolean>;
+  releaseLease(threadId: string, token: string): Promise<boolean>;
+  /** The owner id of the current lease, if any. */
+  leaseHolder(threadId: string): Promise<string | undefined>;
+  readLease(threadId: string): Promise<LeaseInfo | undefined>;
+  /** Deletes another owner's lease, known dead, only if `token` (from readLease) still holds it. */
+  breakLease(threadId: string, token: string): Promise<boolean>;
+}
+
+export function isSharedThreadStore(store: ThreadStore): store is SharedThreadStore {
+  return store.shared === true;
+}
+
+/**
+ * In-process store: the same contract without a disk, for tests and embedders. Records are kept as the text the
+ * durable stores write and checked the same way both ways, so a test on this store sees what production sees.
+ */
 export class MemoryThreadStore implements ThreadStore {
-  // Kept serialized, as the file store keeps them: a copy nobody can mutate that round-trips the same way.
-  private readonly threads = new Map<string, string>();
+  private readonly threads: Map<string, string>;
+
+  /** `threads` (threadId → stored text) lets a test plant a document or share one map between stores. */
+  constructor(options: { threads?: Map<string, string> } = {}) {
+    this.threads = options.threads ?? new Map();
+  }
 
   async load(threadId: string): Promise<ThreadRecord | undefined> {
     const text = this.threads.get(threadId);
-    return text === undefined ? undefined : (JSON.parse(text) as ThreadRecord);
+    if (text === undefined) return undefined;
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (error) {
+      throw new StateUnavailableError("thread state is unavailable: the stored record is not valid JSON", { cause: error });
+    }
+    return parseThreadRecord(json, threadId);
   }
 
   async save(record: ThreadRecord): Promise<void> {
-    this.threads.set(record.threadId, JSON.stringify(record));
+    assertStorable(record);
+    this.threads.set(record.threadId, serializeThreadRecord(record));
   }
 
   async remove(threadId: string): Promise<void> {

@@ -1,0 +1,50 @@
+// The one text form of a thread record, shared by every durable store so a record moves between them byte for byte.
+import type { ThreadRecord } from "./thread-store.js";
+
+/**
+ * A stored thread's text (the file store's file, the Redis store's `record` field): two-space indented JSON with
+ * object keys sorted by code point at every level (like Python's `sort_keys`; JSON.stringify alone would put
+ * integer-like keys such as a run id "42" first), and a final newline.
+ * Lists keep their order (`runDigests` is oldest first: the order says what leaves the window next).
+ */
+export function serializeThreadRecord(record: ThreadRecord): string {
+  return `${sortedJson(record, "")}\n`;
+}
+
+function sortedJson(value: unknown, indent: string): string {
+  if (value === null) return "null";
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return JSON.stringify(value);
+    case "number":
+      if (!Number.isFinite(value)) throw new Error("refusing to store a non-finite number");
+      return JSON.stringify(value);
+    case "object":
+      break;
+    default:
+      throw new Error(`refusing to store a ${typeof value} value`);
+  }
+  const inner = `${indent}  `;
+  if (Array.isArray(value)) {
+    if (value.length === 0) return "[]";
+    const items = value.map((item) => inner + (item === undefined ? "null" : sortedJson(item, inner)));
+    return `[\n${items.join(",\n")}\n${indent}]`;
+  }
+  const entries = Object.entries(value as Record<string, unknown>).filter(([, item]) => item !== undefined);
+  entries.sort(([a], [b]) => compareCodePoints(a, b));
+  if (entries.length === 0) return "{}";
+  const members = entries.map(([key, item]) => `${inner}${JSON.stringify(key)}: ${sortedJson(item, inner)}`);
+  return `{\n${members.join(",\n")}\n${indent}}`;
+}
+
+function compareCodePoints(a: string, b: string): number {
+  const left = Array.from(a);
+  const right = Array.from(b);
+  const length = Math.min(left.length, right.length);
+  for (let i = 0; i < length; i++) {
+    const diff = left[i]!.codePointAt(0)! - right[i]!.codePointAt(0)!;
+    if (diff !== 0) return diff;
+  }
+  return left.length - right.length;
+}
