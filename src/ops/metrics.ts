@@ -26,6 +26,10 @@ export interface GatewayMetrics {
   streamWriteFailures: Counter;
   /** Request bodies refused before they were read; reason: budget | deadline | connections. */
   refusedRequests: Counter<"reason">;
+  /** Seconds per shared state store (Redis) operation, by op. */
+  stateStoreLatency: Histogram<"op">;
+  /** Shared state store operations that failed (unreachable, timed out, unusable data), by op. */
+  stateStoreErrors: Counter<"op">;
 }
 
 export type RunOutcome = "success" | "interrupt" | "cancelled" | "error" | "disconnected";
@@ -98,6 +102,27 @@ export function createMetrics(): GatewayMetrics {
       labelNames: ["reason"] as const,
       registers,
     }),
+    stateStoreLatency: new Histogram({
+      name: `${PREFIX}state_store_latency_seconds`,
+      help: "Seconds per shared thread-state store (Redis) operation, by op.",
+      labelNames: ["op"] as const,
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    }),
+    stateStoreErrors: new Counter({
+      name: `${PREFIX}state_store_errors_total`,
+      help: "Shared thread-state store operations that failed (unreachable, timed out, unusable data), by op.",
+      labelNames: ["op"] as const,
+      registers,
+    }),
+  };
+}
+
+/** The `observe` hook of a shared state store (RedisThreadStore), feeding the two state_store metrics. */
+export function stateStoreObserver(m: GatewayMetrics): (op: string, seconds: number, ok: boolean) => void {
+  return (op, seconds, ok) => {
+    m.stateStoreLatency.observe({ op }, seconds);
+    if (!ok) m.stateStoreErrors.inc({ op });
   };
 }
 

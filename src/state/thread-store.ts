@@ -174,7 +174,16 @@ export class MemoryThreadStore implements ThreadStore {
     this.threads.delete(threadId);
   }
 
+  /** Like the file store, skips a record that is not JSON or names another thread. */
   async threadIds(): Promise<string[]> {
-    return [...this.threads.keys()];
+    return [...this.threads].filter(([threadId, text]) => storedThreadId(text) === threadId).map(([threadId]) => threadId);
+  }
+}
+
+function storedThreadId(text: string): unknown {
+  try {
+    return (JSON.parse(text) as { threadId?: unknown } | null)?.threadId;
+  } catch {
+    return undefined;
   }
 }

@@ -1,0 +1,321 @@
+// Thread state several replicas share, in Redis (or Valkey). One hash per thread holds the same text the file store
+// writes and a version; every write is one Lua script that checks the version (and, when fenced, the thread's lease)
+// and writes, so two replicas can never both act on one read. Leases say which replica runs a thread; their token
+// names the owner, so a replica that finds a thread busy knows whom to ask (src/state/redis-relay.ts).
+import { randomUUID } from "node:crypto";
+import { performance } from "node:perf_hooks";
+import type { Redis } from "ioredis";
+import { closeRedisConnection, createRedisConnection, redisReadiness, type RedisConnectionOptions, type RedisReadiness } from "./redis-connection.js";
+import { serializeThreadRecord } from "./record-text.js";
+import { threadFileStem } from "./thread-key.js";
+import {
+  LeaseLostError,
+  StaleRecordError,
+  StateUnavailableError,
+  type LeaseInfo,
+  type SharedThreadStore,
+  type ThreadRecord,
+  type VersionedThreadRecord,
+} from "./thread-store.js";
+import { assertStorable, parseThreadRecord } from "./validate.js";
+
+export { LeaseLostError, StaleRecordError };
+
+export const DEFAULT_REDIS_PREFIX = "agui-gateway:";
+
+/** Called once per store operation; `ok` is false only when Redis could not answer or held unusable data. */
+export type StoreObserver = (op: string, seconds: number, ok: boolean) => void;
+
+export type RedisThreadStoreOptions = (
+  | { /** A connection from createRedisConnection; the caller closes it. */ client: Redis }
+  | { /** The store opens (and close() closes) its own connection. */ connection: RedisConnectionOptions }
+) & {
+  /** Prepended to every key; default "agui-gateway:". */
+  prefix?: string;
+  observe?: StoreObserver;
+};
+
+// KEYS: thread, lease. ARGV: expected version ("*": whatever is stored), record text, fence token ("" for none).
+// Returns {1, new version} | {0, stored version} (stale) | {-1} (lease lost) | {-2} (stored version unreadable).
+const SAVE_VERSIONED = `
+if ARGV[3] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[3] then return {-1} end
+local stored = redis.call('HGET', KEYS[1], 'version')
+local current = 0
+if stored then
+  current = tonumber(stored)
+  if not current or current < 1 or current ~= math.floor(current) then return {-2} end
+elseif redis.call('EXISTS', KEYS[1]) == 1 then
+  return {-2}
+end
+if ARGV[1] ~= '*' and current ~= tonumber(ARGV[1]) then return {0, current} end
+redis.call('HSET', KEYS[1], 'record', ARGV[2], 'version', current + 1)
+return {1, current + 1}
+`;
+
+// KEYS: thread, lease. ARGV: fence token ("" for none). Returns 1, or -1 when the lease is lost.
+const REMOVE_FENCED = `
+if ARGV[1] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[1] then return -1 end
+redis.call('DEL', KEYS[1])
+return 1
+`;
+
+// KEYS: lease. ARGV: new token, ttl ms. Returns {1, token} or {0, the holder's token}.
+const ACQUIRE_LEASE = `
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, ARGV[1]} end
+return {0, redis.call('GET', KEYS[1])}
+`;
+
+// KEYS: lease. ARGV: token, ttl ms. Returns 1 when renewed.
+const RENEW_LEASE = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+`;
+
+// KEYS: lease. ARGV: token. Returns 1 when deleted.
+const DELETE_LEASE = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`;
+
+// KEYS: lease. Returns {} or {token, remaining ms}, read together.
+const READ_LEASE = `
+local token = redis.call('GET', KEYS[1])
+if not token then return {} end
+return {token, redis.call('PTTL', KEYS[1])}
+`;
+
+const SCRIPTS = {
+  aguiSaveVersioned: { numberOfKeys: 2, lua: SAVE_VERSIONED },
+  aguiRemoveFenced: { numberOfKeys: 2, lua: REMOVE_FENCED },
+  aguiAcquireLease: { numberOfKeys: 1, lua: ACQUIRE_LEASE },
+  aguiRenewLease: { numberOfKeys: 1, lua: RENEW_LEASE },
+  aguiDeleteLease: { numberOfKeys: 1, lua: DELETE_LEASE },
+  aguiReadLease: { numberOfKeys: 1, lua: READ_LEASE },
+} as const;
+
+type ScriptName = keyof typeof SCRIPTS;
+
+const VERSION_TEXT = /^[1-9][0-9]{0,15}$/;
+const SCAN_BATCH = 200;
+
+export class RedisThreadStore implements SharedThreadStore {
+  readonly shared = true;
+  readonly prefix: string;
+  private readonly client: Redis;
+  private readonly ownsClient: boolean;
+  private readonly observe: StoreObserver | undefined;
+
+  constructor(options: RedisThreadStoreOptions) {
+    if ("client" in options) {
+      this.client = options.client;
+      this.ownsClient = false;
+    } else {
+      this.client = createRedisConnection(options.connection);
+      this.ownsClient = true;
+    }
+    this.prefix = options.prefix ?? DEFAULT_REDIS_PREFIX;
+    this.observe = options.observe;
+    // ioredis sends EVALSHA and falls back to EVAL when Redis lost its script cache (a restart, SCRIPT FLUSH).
+    for (const [name, script] of Object.entries(SCRIPTS)) this.client.defineCommand(name, script);
+  }
+
+  /** `<prefix>thread:<stem>`: the same stem as the file store's file name. */
+  threadKey(threadId: string): string {
+    return `${this.prefix}thread:${threadFileStem(threadId)}`;
+  }
+
+  leaseKey(threadId: string): string {
+    return `${this.prefix}lease:${threadFileStem(threadId)}`;
+  }
+
+  readiness(): RedisReadiness {
+    return redisReadiness(this.client);
+  }
+
+  /** Closes the connection when the store opened it. */
+  async close(): Promise<void> {
+    if (this.ownsClient) await closeRedisConnection(this.client);
+  }
+
+  async load(threadId: string): Promise<ThreadRecord | undefined> {
+    return (await this.loadVersioned(threadId))?.record;
+  }
+
+  async loadVersioned(threadId: string): Promise<VersionedThreadRecord | undefined> {
+    return this.timed("load", async () => {
+      const [recordBytes, versionBytes] = await this.client.hmgetBuffer(this.threadKey(threadId), "record", "version");
+      if (recordBytes == null && versionBytes == null) return undefined;
+      if (recordBytes == null) throw unavailable("the stored thread has a version but no record");
+      const version = parseVersion(versionBytes?.toString("latin1"));
+      let text: string;
+      try {
+        text = new TextDecoder("utf-8", { fatal: true }).decode(recordBytes);
+      } catch (error) {
+        throw unavailable("the stored record is not valid UTF-8", error);
+      }
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch (error) {
+        throw unavailable("the stored record is not valid JSON", error);
+      }
+      return { record: parseThreadRecord(json, threadId), version };
+    });
+  }
+
+  /** Last writer wins, like the file store: one script that writes over whatever version is stored. */
+  async save(record: ThreadRecord): Promise<void> {
+    await this.write(record, "*", undefined, "save");
+  }
+
+  async saveVersioned(record: ThreadRecord, expectedVersion: number, fence?: string): Promise<number> {
+    if (!Number.isSafeInteger(expectedVersion) || expectedVersion < 0) {
+      throw new RangeError(`expectedVersion must be an integer >= 0, got ${expectedVersion}`);
+    }
+    return this.write(record, String(expectedVersion), fence, "save_versioned");
+  }
+
+  async remove(threadId: string, fence?: string): Promise<void> {
+    await this.timed("remove", async () => {
+      const result = await this.script("aguiRemoveFenced", [this.threadKey(threadId), this.leaseKey(threadId)], [fence ?? ""]);
+      if (result === -1) throw new LeaseLostError(`the lease on thread ${threadId} is no longer held by this token`);
+    });
+  }
+
+  /** Ids are read from the stored records (a stem may be a hash); unreadable or foreign records are skipped. */
+  async threadIds(): Promise<string[]> {
+    return this.timed("thread_ids", async () => {
+      const pattern = `${escapeGlob(this.prefix)}thread:*`;
+      const ids: string[] = [];
+      let cursor = "0";
+      do {
+        const [next, keys] = await this.client.scan(cursor, "MATCH", pattern, "COUNT", SCAN_BATCH);
+        cursor = next;
+        if (keys.length === 0) continue;
+        const pipeline = this.client.pipeline();
+        for (const key of keys) pipeline.hget(key, "record");
+        const replies = (await pipeline.exec()) ?? [];
+        keys.forEach((key, i) => {
+          const [error, text] = replies[i] ?? [null, null];
+          const threadId = error ? undefined : storedThreadId(text);
+          if (threadId !== undefined && this.threadKey(threadId) === key) ids.push(threadId);
+        });
+      } while (cursor !== "0");
+      return [...new Set(ids)];
+    });
+  }
+
+  async acquireLease(threadId: string, ownerId: string, ttlMs: number): Promise<{ token: string } | { heldBy: string }> {
+    if (typeof ownerId !== "string" || ownerId === "") throw new TypeError("ownerId must be a non-empty string");
+    checkTtl(ttlMs);
+    return this.timed("lease_acquire", async () => {
+      const token = `${ownerId}/${randomUUID()}`;
+      const [taken, value] = (await this.script("aguiAcquireLease", [this.leaseKey(threadId)], [token, String(ttlMs)])) as [number, string];
+      return taken === 1 ? { token } : { heldBy: ownerOfToken(String(value)) };
+    });
+  }
+
+  async renewLease(threadId: string, token: string, ttlMs: number): Promise<boolean> {
+    checkTtl(ttlMs);
+    return this.timed("lease_renew", async () => (await this.script("aguiRenewLease", [this.leaseKey(threadId)], [token, String(ttlMs)])) === 1);
+  }
+
+  async releaseLease(threadId: string, token: string): Promise<boolean> {
+    return this.timed("lease_release", async () => (await this.script("aguiDeleteLease", [this.leaseKey(threadId)], [token])) === 1);
+  }
+
+  /** Same compare-and-delete as releaseLease, named for its use: freeing a lease whose owner is known dead. */
+  async breakLease(threadId: string, token: string): Promise<boolean> {
+    return this.timed("lease_break", async () => (await this.script("aguiDeleteLease", [this.leaseKey(threadId)], [token])) === 1);
+  }
+
+  async leaseHolder(threadId: string): Promise<string | undefined> {
+    return (await this.readLease(threadId))?.ownerId;
+  }
+
+  async readLease(threadId: string): Promise<LeaseInfo | undefined> {
+    return this.timed("lease_read", async () => {
+      const reply = (await this.script("aguiReadLease", [this.leaseKey(threadId)], [])) as [string, number] | [];
+      if (reply.length === 0) return undefined;
+      const token = String(reply[0]);
+      // PTTL is -1 for a lease somebody set without an expiry: report it as not expiring rather than expired.
+      return { token, ownerId: ownerOfToken(token), remainingMs: reply[1] < 0 ? Number.POSITIVE_INFINITY : reply[1] };
+    });
+  }
+
+  private async write(record: ThreadRecord, expected: string, fence: string | undefined, op: string): Promise<number> {
+    assertStorable(record);
+    const text = serializeThreadRecord(record);
+    const threadId = record.threadId;
+    return this.timed(op, async () => {
+      const keys = [this.threadKey(threadId), this.leaseKey(threadId)];
+      const [status, value] = (await this.script("aguiSaveVersioned", keys, [expected, text, fence ?? ""])) as [number, number?];
+      switch (status) {
+        case 1:
+          return Number(value);
+        case 0:
+          throw new StaleRecordError(`thread ${threadId} is at version ${value}, not ${expected}`);
+        case -1:
+          throw new LeaseLostError(`the lease on thread ${threadId} is no longer held by this token`);
+        default:
+          throw unavailable("the stored version is not a positive integer");
+      }
+    });
+  }
+
+  private script(name: ScriptName, keys: string[], args: string[]): Promise<unknown> {
+    const call = (this.client as unknown as Record<ScriptName, (...params: string[]) => Promise<unknown>>)[name];
+    return call.call(this.client, ...keys, ...args);
+  }
+
+  /** Reports each operation to `observe` and turns every Redis failure into StateUnavailableError. */
+  private async timed<T>(op: string, work: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    const report = (ok: boolean) => this.observe?.(op, (performance.now() - started) / 1000, ok);
+    try {
+      const value = await work();
+      report(true);
+      return value;
+    } catch (error) {
+      // A lost CAS or lease is an answer, not a store failure.
+      const answered = error instanceof StaleRecordError || error instanceof LeaseLostError;
+      report(answered);
+      if (answered || error instanceof StateUnavailableError) throw error;
+      throw unavailable(`redis ${op} failed (${error instanceof Error ? error.message : String(error)})`, error);
+    }
+  }
+}
+
+/** The owner id a lease token names: everything before its last "/" (the random part has none). */
+export function ownerOfToken(token: string): string {
+  const slash = token.lastIndexOf("/");
+  return slash <= 0 ? token : token.slice(0, slash);
+}
+
+function parseVersion(text: string | undefined): number {
+  if (text === undefined || !VERSION_TEXT.test(text)) throw unavailable("the stored version is not a positive integer");
+  return Number(text);
+}
+
+function storedThreadId(text: unknown): string | undefined {
+  if (typeof text !== "string") return undefined;
+  try {
+    const json = JSON.parse(text) as { threadId?: unknown } | null;
+    return typeof json?.threadId === "string" ? json.threadId : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function checkTtl(ttlMs: number): void {
+  if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) throw new RangeError(`ttlMs must be a positive integer, got ${ttlMs}`);
+}
+
+/** SCAN's MATCH is a glob: a prefix with *, ?, [ or \ must match only itself. */
+function escapeGlob(text: string): string {
+  return text.replace(/[*?[\]\\]/g, "\\$&");
+}
+
+function unavailable(reason: string, cause?: unknown): StateUnavailableError {
+  return new StateUnavailableError(`thread state is unavailable: ${reason}`, cause === undefined ? undefined : { cause });
+}
