@@ -5,6 +5,9 @@ import { defineConfig } from "vitest/config";
 // for a user. Only those files: the others' demo turns carry no interrupt and would just take longer.
 const SHIPPED_PACING_FILES = ["test/e2e-resume.test.ts", "test/e2e-pipeline.test.ts"];
 
+// The Redis state-store tests start real redis-servers; this setup makes sure the binary exists (issue #17).
+const REDIS_GLOBAL_SETUP = "test/helpers/redis-global-setup.ts";
+
 export default defineConfig({
   test: {
     // The real-kernel suite installs Python packages: `npm run test:interop` (and .ci/run) runs it on its own.
@@ -19,7 +22,11 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: "default", include: ["marbles/**/*.spec.ts", "test/**/*.test.ts", "examples/**/*.test.ts"] },
+        test: {
+          name: "default",
+          include: ["marbles/**/*.spec.ts", "test/**/*.test.ts", "examples/**/*.test.ts"],
+          globalSetup: [REDIS_GLOBAL_SETUP],
+        },
       },
       {
         extends: true,
