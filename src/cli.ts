@@ -64,6 +64,8 @@ async function main(argv: string[]): Promise<number> {
     port: config.port,
     a2aUrl,
     stateDir: config.stateDir,
+    ...(config.stateStore !== undefined && { stateStore: config.stateStore, leaseTtlSeconds: config.leaseTtlSeconds }),
+    ...(config.redisPassword !== undefined && { redisPassword: config.redisPassword }),
     ...(a2aToken !== undefined && { a2aToken }),
     ...(config.authToken !== undefined && { authToken: config.authToken }),
     ...(config.allowedCwds !== undefined && { allowedRoots: config.allowedCwds }),

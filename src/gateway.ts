@@ -17,8 +17,8 @@ import { startIdleMonitor, type IdleMonitor } from "./ops/idle-monitor.js";
 import { captureUnhandledErrors } from "./ops/unhandled.js";
 import { allowedRootsFromEnv } from "./runs/cwd.js";
 import { RunService } from "./runs/service.js";
-import { FileThreadStore } from "./state/file-store.js";
-import { MemoryThreadStore, type ThreadStore } from "./state/thread-store.js";
+import { openStateStore } from "./state/open-store.js";
+import type { ThreadStore } from "./state/thread-store.js";
 
 export interface GatewayOptions {
   host: string;
@@ -27,9 +27,15 @@ export interface GatewayOptions {
   a2aToken?: string;
   authToken?: string;
   allowedRoots?: readonly string[];
-  /** Durable thread files live here; without it (and without `store`) state is kept in memory. */
+  /** Durable thread files live here; without it (and without `store` or `stateStore`) state is kept in memory. */
   stateDir?: string;
   store?: ThreadStore;
+  /** redis:// or rediss://: thread state shared by several replicas (wins over stateDir). */
+  stateStore?: string;
+  /** Password for stateStore when its URL has none (IAC_CODE_AGUI_REDIS_PASSWORD); never logged. */
+  redisPassword?: string;
+  /** With stateStore: how long a replica's claim on a thread outlives it (default 30). */
+  leaseTtlSeconds?: number;
   interruptTtlSeconds?: number;
   heartbeatSeconds?: number;
   upstreamIdleTimeoutSeconds?: number;
@@ -127,10 +133,14 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   });
   const metrics = createMetrics();
   let idle: IdleMonitor | undefined;
+  const state = await openStateStore({ ...options, logger, metrics });
   const runs = new RunService({
     metrics,
     onActivity: () => idle?.touch(),
-    store: options.store ?? (options.stateDir !== undefined ? new FileThreadStore({ dir: options.stateDir }) : new MemoryThreadStore()),
+    store: state.store,
+    ...(state.replicaId !== undefined && { replicaId: state.replicaId }),
+    ...(state.relay && { relay: state.relay }),
+    ...(options.leaseTtlSeconds !== undefined && { leaseTtlMs: options.leaseTtlSeconds * 1000 }),
     a2a,
     logger,
     interruptTtlMs: (options.interruptTtlSeconds ?? 540) * 1000,
@@ -150,6 +160,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     metrics,
     bodyBudgetBytes: (options.bodyBudgetMib ?? 64) * 1024 * 1024,
     bodyTimeoutMs,
+    ...(state.health && { stateStore: state.health }),
     ...(options.validateEvents && { selfCheck: createSelfCheck(logger, { violation: (kind) => metrics.validationViolations.inc({ kind }) }) }),
     extraMiddleware: [
       ...(options.console ? [consoleRoutes({ distDir: CONSOLE_DIST, cwd: process.cwd(), demo: options.console.demo })] : []),
@@ -174,6 +185,9 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.host, () => resolve());
+  }).catch(async (error: unknown) => {
+    await state.close();
+    throw error;
   });
   const releaseUnhandled = captureUnhandledErrors({ logger, count: () => metrics.unhandledErrors.inc() });
   const { port } = server.address() as AddressInfo;
@@ -211,6 +225,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       });
       await runs.drain(5_000);
       await a2a.close();
+      await state.close();
       releaseUnhandled();
     },
   };

@@ -47,6 +47,7 @@ describe("defaults", () => {
       port: 41243,
       stateDir: path.join(HOME, ".iac-code", "agui"),
       demo: false,
+      leaseTtlSeconds: 30,
       interruptTtlSeconds: 540,
       idleShutdownSeconds: 0,
       heartbeatSeconds: 15,
@@ -64,7 +65,7 @@ describe("defaults", () => {
       maxConnections: 16_384,
     });
     const keys = Object.keys(config([]));
-    for (const unset of ["a2aUrl", "a2aToken", "authToken", "configFile", "allowedCwds"]) {
+    for (const unset of ["a2aUrl", "a2aToken", "authToken", "configFile", "allowedCwds", "stateStore", "redisPassword"]) {
       expect(keys).not.toContain(unset);
     }
   });
@@ -100,12 +101,15 @@ describe("flags", () => {
       "--validate-events", "--console", "--debug", "--log-stdout", "--demo",
       "--run-id-window", "16", "--body-budget", "12", "--body-timeout", "2", "--headers-timeout", "3",
       "--keep-alive-timeout", "4", "--max-connections", "100",
+      "--state-store", "redis://127.0.0.1:6390/2", "--lease-ttl", "5",
     ]);
     expect(c).toEqual({
       host: "0.0.0.0",
       port: 8080,
       a2aUrl: "http://127.0.0.1:9/",
       stateDir: path.resolve("/s"),
+      stateStore: "redis://127.0.0.1:6390/2",
+      leaseTtlSeconds: 5,
       demo: true,
       interruptTtlSeconds: 60,
       idleShutdownSeconds: 2.5,
@@ -266,6 +270,9 @@ describe("YAML file", () => {
         "headers_timeout: 5",
         "keep-alive-timeout: 2",
         "max_connections: 50",
+        "state-store: rediss://cache.internal:6380",
+        "redis_password: yp",
+        "lease-ttl: 12",
       ].join("\n"),
     );
     expect(config(["--config", file])).toEqual({
@@ -276,6 +283,9 @@ describe("YAML file", () => {
       authToken: "ya",
       stateDir: path.join(HOME, "yaml-state"),
       configFile: file,
+      stateStore: "rediss://cache.internal:6380",
+      redisPassword: "yp",
+      leaseTtlSeconds: 12,
       demo: false,
       interruptTtlSeconds: 0,
       idleShutdownSeconds: 4,
@@ -531,10 +541,24 @@ describe("help text", () => {
     const needsValue = new Set(["--host", "--a2a-url", "--state-dir", "--config"]);
     for (const flag of listed) {
       if (flag === "--help" || flag === "-h" || flag === "--version") continue;
-      const value = needsValue.has(flag) ? ["/tmp"] : /port|ttl|shutdown|heartbeat|timeout|window|connections/.test(flag) ? ["1"] : flag === "--body-budget" ? ["12"] : [];
+      const value = flag === "--state-store" ? ["redis://127.0.0.1:6379"] : needsValue.has(flag) ? ["/tmp"] : /port|ttl|shutdown|heartbeat|timeout|window|connections/.test(flag) ? ["1"] : flag === "--body-budget" ? ["12"] : [];
       // HTTP/2 is only for a kernel the operator points at (the demo and a managed kernel speak HTTP/1.1).
       const argv = flag === "--config" ? [flag, yamlFile("")] : flag === "--a2a-http2" ? [flag, "--a2a-url", "http://127.0.0.1:1/"] : [flag, ...value];
       expect(() => loadConfig(argv, {}, HOME), flag).not.toThrow();
     }
+  });
+});
+
+describe("state store", () => {
+  it("takes only redis:// and rediss:// URLs, and reads the password from the environment", () => {
+    expect(config(["--state-store", "redis://:pw@127.0.0.1:6379/0"]).stateStore).toBe("redis://:pw@127.0.0.1:6379/0");
+    expect(config([], { IAC_CODE_AGUI_STATE_STORE: "rediss://r.example:6380", IAC_CODE_AGUI_REDIS_PASSWORD: "s3cret" })).toMatchObject({
+      stateStore: "rediss://r.example:6380",
+      redisPassword: "s3cret",
+    });
+    for (const bad of ["http://127.0.0.1:6379", "127.0.0.1:6379", "redis://", "file:///tmp/x"]) {
+      expect(() => loadConfig(["--state-store", bad], {}, HOME), bad).toThrow(/--state-store must be a redis:\/\/ or rediss:\/\/ URL/);
+    }
+    expect(() => loadConfig(["--lease-ttl", "0"], {}, HOME)).toThrow(/--lease-ttl must be a positive number of seconds/);
   });
 });

@@ -92,6 +92,25 @@ export const OPTIONS = {
     flag: "--state-dir", env: ["IAC_CODE_AGUI_STATE_DIR"], yamlKey: "state_dir", valueName: "DIR",
     description: "Directory for persisted thread state.",
   }),
+  stateStore: option({
+    kind: "string",
+    schema: text()
+      .refine((value) => /^rediss?:\/\/[^\s]+$/i.test(value), "must be a redis:// or rediss:// URL.")
+      .optional(),
+    defaultText: "unset (files in the state directory)", emptyIsUnset: true,
+    flag: "--state-store", env: ["IAC_CODE_AGUI_STATE_STORE"], yamlKey: "state_store", valueName: "URL",
+    description: "Keep thread state in Redis or Valkey (redis:// or rediss://) so several replicas can share threads.",
+  }),
+  redisPassword: option({
+    kind: "string", schema: text().optional(), defaultText: "unset (the URL's, if any)", emptyIsUnset: true,
+    env: ["IAC_CODE_AGUI_REDIS_PASSWORD"], yamlKey: "redis_password",
+    description: "Password for --state-store when the URL carries none; never logged.",
+  }),
+  leaseTtlSeconds: option({
+    kind: "seconds", schema: positiveSeconds(), default: 30,
+    flag: "--lease-ttl", env: ["IAC_CODE_AGUI_LEASE_TTL"], yamlKey: "lease_ttl", valueName: "SECONDS",
+    description: "With --state-store: how long a replica's claim on a thread outlives the replica (renewed every third of it).",
+  }),
   interruptTtlSeconds: option({
     kind: "seconds", schema: nonNegativeSeconds(), default: 540,
     flag: "--interrupt-ttl", env: ["IAC_CODE_AGUI_INTERRUPT_TTL"], yamlKey: "interrupt_ttl", valueName: "SECONDS",

@@ -36,6 +36,8 @@ export interface AppOptions {
   bodyBudgetBytes?: number;
   /** Deadline for a whole request body (default 30 s). */
   bodyTimeoutMs?: number;
+  /** A shared state store's readiness, shown on /health (which stays 200: readiness is not liveness). */
+  stateStore?: () => { kind: string; status: string };
 }
 
 interface State {
@@ -82,6 +84,7 @@ export function createApp(options: AppOptions): Koa<State> {
       protocolVersion: PROTOCOL_VERSION,
       executionKernel: "a2a-1.0",
       serverVersion: options.serverVersion,
+      ...(options.stateStore && { stateStore: options.stateStore() }),
     };
   });
 

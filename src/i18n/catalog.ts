@@ -201,6 +201,15 @@ export const CATALOG = {
     de: "Die Ausführung wurde nicht gefunden.",
     fr: "L'exécution est introuvable.",
   },
+  "execution.elsewhere": {
+    en: "The execution runs on another replica whose kernel this gateway cannot reach; observe it through that replica, or share the kernel between replicas.",
+    zh: "该执行运行在另一个副本上，本网关无法访问其内核；请通过该副本观察，或让各副本共享内核。",
+    ja: "この実行は別のレプリカで動いており、このゲートウェイからはそのカーネルに到達できません。そのレプリカ経由で監視するか、レプリカ間でカーネルを共有してください。",
+    pt: "A execução roda em outra réplica cujo kernel este gateway não alcança; observe-a por essa réplica ou compartilhe o kernel entre as réplicas.",
+    es: "La ejecución se ejecuta en otra réplica cuyo kernel este gateway no alcanza; obsérvela a través de esa réplica o comparta el kernel entre réplicas.",
+    de: "Die Ausführung läuft auf einer anderen Replik, deren Kernel dieses Gateway nicht erreicht; beobachten Sie sie über diese Replik oder teilen Sie den Kernel zwischen den Repliken.",
+    fr: "L'exécution tourne sur une autre réplique dont ce gateway ne peut pas joindre le noyau ; observez-la via cette réplique ou partagez le noyau entre les répliques.",
+  },
   "http.notFound": {
     en: "The requested resource was not found.",
     zh: "未找到请求的资源。",

@@ -16,7 +16,17 @@ export function runDigest(body: unknown): string {
   return createHash("sha256").update(canonicalJson(body), "utf8").digest("hex");
 }
 
-/** `digest` covers the raw request body; `parts` were built and checked before, so nothing invalid ever takes a run id. */
+/** What a request brings to admission, checked and built before it (nothing invalid ever takes a run id). */
+interface Candidate {
+  request: RunRequest;
+  /** sha256 of the raw request body. */
+  digest: string;
+  cwd: string;
+  parts: A2APart[];
+  messageId: string;
+  language: Language;
+}
+
 export function admitRun(
   context: RunContext,
   request: RunRequest,
@@ -26,60 +36,75 @@ export function admitRun(
   messageId: string,
   language: Language,
 ): Promise<RunTicket> {
+  const candidate: Candidate = { request, digest, cwd, parts, messageId, language };
   return context.threads.locked(request.threadId, async () => {
     if (!context.accepting) throw admission.shuttingDown();
-    const { threadId, runId, iacCode } = request;
-    const isResume = request.resume !== undefined;
-    let kind: RunTicket["kind"] = isResume ? "resume" : "turn";
-    let record = await loadRecovered(context, threadId);
-    const before = record ? structuredClone(record) : undefined;
-    if (!record) {
-      if (isResume) throw admission.executionLost();
-      record = newThreadRecord(threadId, cwd, iacCode.userId ?? null, iacCode.rosInvocationId, context.newExecutionId());
-    } else {
-      const seen = runDigestOf(record, runId);
-      if (seen !== undefined && !(isResume && seen !== digest && resumesUnderInterruptedRun(record, runId))) {
-        throw seen === digest ? admission.duplicateRunId() : admission.runIdConflict();
-      }
-      if (context.activeRuns.has(threadId)) throw admission.threadBusy();
-      if (record.cwd !== cwd || record.userId !== (iacCode.userId ?? null)) throw admission.bindingConflict();
-      if (!isResume && allExpired(record, Date.now())) {
-        // Nobody answered in time: the interrupt is gone and so is the parked A2A task.
-        void cancelUpstream(context, structuredClone(record));
-        record.execution.pending = {};
-      }
-      if (isResume) {
-        if (record.execution.rosInvocationId !== iacCode.rosInvocationId) throw admission.resumeMismatch();
-      } else if (hasPending(record)) {
-        // AG-UI 1.0 lets a producer end a run with the interrupt outcome again: a client that lost its
-        // interrupts (a reload, a restarted CopilotKit runtime) can show them. The text is not sent.
-        if (!declaresAgui1(request.protocolVersion) || record.execution.taskId === null) {
-          throw admission.resumeRequired(interruptsOf(record.execution.pending, (english, lang) => localize(normalizeLanguage(lang) ?? language, english)));
-        }
-        kind = "reshow";
-      } else {
-        rotateExecution(record, iacCode.rosInvocationId, context.newExecutionId(), context.window);
-      }
-    }
-    rememberRunDigest(record, runId, digest, context.window);
-    // Admitted once: the next interrupt names its own run.
-    delete record.execution.interruptedRunId;
-    const requestId = randomUUID();
-    const logger = context.logger.child({ requestId, threadId, runId });
-    const ticket: RunTicket = { request, record, language, kind, parts, messageId, startedAt: Date.now(), requestId, logger };
-    context.threads.keep(record);
-    context.activeRuns.set(threadId, ticket);
-    context.options.onActivity?.();
+    // With a shared store, a thread held by another replica (or by a run of ours) is only read: the run-id
+    // checks still answer first, then THREAD_BUSY. Only a claimed thread is recovered and changed.
+    const { claimed } = await context.threads.claim(request.threadId);
     try {
-      await context.threads.persist(record);
-      logger.info({ executionId: record.execution.executionId, kind: ticket.kind, language }, "run admitted");
+      return await admit(context, candidate, claimed);
     } catch (error) {
-      context.activeRuns.delete(threadId);
-      // The refused request does not consume its run id.
-      await context.threads.restore(threadId, before);
-      logger.warn({ err: error }, "admission write failed");
-      throw admission.stateUnavailable();
+      if (claimed) await context.threads.unclaim(request.threadId);
+      throw error;
     }
-    return ticket;
   });
+}
+
+async function admit(context: RunContext, candidate: Candidate, claimed: boolean): Promise<RunTicket> {
+  const { request, digest, cwd, parts, messageId, language } = candidate;
+  const { threadId, runId, iacCode } = request;
+  const isResume = request.resume !== undefined;
+  let kind: RunTicket["kind"] = isResume ? "resume" : "turn";
+  let record = claimed ? await loadRecovered(context, threadId) : await context.threads.load(threadId);
+  const before = record ? structuredClone(record) : undefined;
+  if (!record) {
+    if (isResume) throw admission.executionLost();
+    if (!claimed) throw admission.threadBusy();
+    record = newThreadRecord(threadId, cwd, iacCode.userId ?? null, iacCode.rosInvocationId, context.newExecutionId());
+  } else {
+    const seen = runDigestOf(record, runId);
+    if (seen !== undefined && !(isResume && seen !== digest && resumesUnderInterruptedRun(record, runId))) {
+      throw seen === digest ? admission.duplicateRunId() : admission.runIdConflict();
+    }
+    if (!claimed || context.activeRuns.has(threadId)) throw admission.threadBusy();
+    if (record.cwd !== cwd || record.userId !== (iacCode.userId ?? null)) throw admission.bindingConflict();
+    if (!isResume && allExpired(record, Date.now())) {
+      // Nobody answered in time: the interrupt is gone and so is the parked A2A task.
+      void cancelUpstream(context, structuredClone(record));
+      record.execution.pending = {};
+    }
+    if (isResume) {
+      if (record.execution.rosInvocationId !== iacCode.rosInvocationId) throw admission.resumeMismatch();
+    } else if (hasPending(record)) {
+      // AG-UI 1.0 lets a producer end a run with the interrupt outcome again: a client that lost its
+      // interrupts (a reload, a restarted CopilotKit runtime) can show them. The text is not sent.
+      if (!declaresAgui1(request.protocolVersion) || record.execution.taskId === null) {
+        throw admission.resumeRequired(interruptsOf(record.execution.pending, (english, lang) => localize(normalizeLanguage(lang) ?? language, english)));
+      }
+      kind = "reshow";
+    } else {
+      rotateExecution(record, iacCode.rosInvocationId, context.newExecutionId(), context.window);
+    }
+  }
+  rememberRunDigest(record, runId, digest, context.window);
+  // Admitted once: the next interrupt names its own run.
+  delete record.execution.interruptedRunId;
+  const requestId = randomUUID();
+  const logger = context.logger.child({ requestId, threadId, runId });
+  const ticket: RunTicket = { request, record, language, kind, parts, messageId, startedAt: Date.now(), requestId, logger };
+  context.threads.keep(record);
+  context.activeRuns.set(threadId, ticket);
+  context.options.onActivity?.();
+  try {
+    await context.threads.persist(record);
+    logger.info({ executionId: record.execution.executionId, kind: ticket.kind, language }, "run admitted");
+  } catch (error) {
+    context.activeRuns.delete(threadId);
+    // The refused request does not consume its run id.
+    await context.threads.restore(threadId, before);
+    logger.warn({ err: error }, "admission write failed");
+    throw admission.stateUnavailable();
+  }
+  return ticket;
 }

@@ -1,35 +1,105 @@
 // The cancel extension (reference-adapter §8.3): stop the execution's A2A task and end it in the thread's
-// state. Upstream failures surface as A2A_UNAVAILABLE.
-import { isTaskAlreadyTerminal, toRunError } from "../a2a/error-mapping.js";
+// state. Upstream failures surface as A2A_UNAVAILABLE. With a shared store a cancel may reach a replica
+// that does not run the execution: it is relayed to the replica holding the thread, which cancels and ends
+// its own stream; when that replica is gone, its lease is taken over and the cancel is done here.
+import { RunError } from "../../operators/index.js";
+import { isTaskAlreadyTerminal, isTaskNotFound, toRunError } from "../a2a/error-mapping.js";
+import { messageText } from "../i18n/index.js";
+import { admission } from "./errors.js";
 import type { RunContext } from "./run-context.js";
 import { loadRecovered } from "./recovery.js";
 import { hasPending, markTerminal } from "./thread-record.js";
 
 export type CancelOutcome = "cancelled" | "already_terminal" | "not_found";
 
-export function cancelExecution(context: RunContext, executionId: string, threadId: string, rosInvocationId: string): Promise<CancelOutcome> {
+export interface CancelRequest {
+  executionId: string;
+  threadId: string;
+  rosInvocationId: string;
+}
+
+/** What a relayed cancel answers: the owner's outcome, or the code its cancel failed with (logged there). */
+export type CancelReply = { outcome: CancelOutcome } | { failed: string };
+
+/** How long a replica waits for the owner of a thread to answer a relayed cancel. */
+export const RELAYED_CANCEL_TIMEOUT_MS = 10_000;
+
+export async function cancelExecution(context: RunContext, cancel: CancelRequest): Promise<CancelOutcome> {
+  const { threadId } = cancel;
+  if (!context.threads.shared || context.activeRuns.has(threadId)) return cancelHere(context, cancel, false);
   return context.threads.locked(threadId, async () => {
-    const record = await loadRecovered(context, threadId);
-    if (!record) return "not_found";
-    const execution = record.execution;
-    if (execution.executionId !== executionId) {
-      return record.terminalExecutionIds.includes(executionId) ? "already_terminal" : "not_found";
-    }
-    if (execution.rosInvocationId !== rosInvocationId) return "not_found";
-    const live = context.activeRuns.has(threadId);
-    if (!live && !hasPending(record) && execution.taskId === null) return "already_terminal";
-    if (execution.taskId !== null) {
-      try {
-        await context.a2a.cancelTask(execution.taskId);
-      } catch (error) {
-        if (!isTaskAlreadyTerminal(error)) throw toRunError(error, "A2A_UNAVAILABLE");
+    let claim = await context.threads.claim(threadId);
+    // A run of ours was admitted since the check above: it is cancelled here, under the lock we hold.
+    if (!claim.claimed && claim.heldBy === context.threads.replicaId) return cancelLocked(context, cancel, false);
+    if (!claim.claimed && context.relay) {
+      const relayed = await context.relay.request(claim.heldBy, "cancel", cancel, RELAYED_CANCEL_TIMEOUT_MS);
+      if (relayed.answered) return outcomeOf(relayed.reply);
+      if (relayed.reason === "unavailable") throw admission.stateUnavailable();
+      if (relayed.reason !== "no-subscriber" && relayed.reason !== "timeout") {
+        context.logger.warn({ threadId, owner: claim.heldBy, reason: relayed.reason }, "a cancel could not be relayed to the replica holding the thread");
+        throw new RunError("A2A_UNAVAILABLE", messageText("a2a.unavailable"));
       }
+      context.logger.warn({ threadId, owner: claim.heldBy }, "the replica holding the thread did not answer a cancel: taking the thread over");
+      claim = await context.threads.claimFrom(threadId, claim.heldBy);
     }
-    execution.pending = {};
-    markTerminal(record, context.window);
-    context.threads.keep(record);
-    await context.threads.persist(record);
-    if (!live) context.threads.forget(threadId);
-    return "cancelled";
+    if (!claim.claimed) throw new RunError("A2A_UNAVAILABLE", messageText("a2a.unavailable"));
+    try {
+      return await cancelLocked(context, cancel, true);
+    } finally {
+      await context.threads.unclaim(threadId);
+    }
   });
+}
+
+/** The owner's side of a relayed cancel. */
+export async function answerRelayedCancel(context: RunContext, payload: unknown): Promise<CancelReply> {
+  if (!isCancelRequest(payload)) return { failed: "INVALID_INPUT" };
+  try {
+    return { outcome: await cancelHere(context, payload, false) };
+  } catch (error) {
+    return { failed: error instanceof RunError ? error.code : "A2A_UNAVAILABLE" };
+  }
+}
+
+function cancelHere(context: RunContext, cancel: CancelRequest, takenOver: boolean): Promise<CancelOutcome> {
+  return context.threads.locked(cancel.threadId, () => cancelLocked(context, cancel, takenOver));
+}
+
+/** `takenOver`: the thread's run lived on a replica that is gone; its task may be unknown to our kernel. */
+async function cancelLocked(context: RunContext, cancel: CancelRequest, takenOver: boolean): Promise<CancelOutcome> {
+  const { executionId, threadId, rosInvocationId } = cancel;
+  const record = await loadRecovered(context, threadId);
+  if (!record) return "not_found";
+  const execution = record.execution;
+  if (execution.executionId !== executionId) {
+    return record.terminalExecutionIds.includes(executionId) ? "already_terminal" : "not_found";
+  }
+  if (execution.rosInvocationId !== rosInvocationId) return "not_found";
+  const live = context.activeRuns.has(threadId);
+  if (!live && !hasPending(record) && execution.taskId === null) return "already_terminal";
+  if (execution.taskId !== null) {
+    try {
+      await context.a2a.cancelTask(execution.taskId);
+    } catch (error) {
+      if (!isTaskAlreadyTerminal(error) && !(takenOver && isTaskNotFound(error))) throw toRunError(error, "A2A_UNAVAILABLE");
+    }
+  }
+  execution.pending = {};
+  markTerminal(record, context.window);
+  context.threads.keep(record);
+  await context.threads.persist(record);
+  if (!live) context.threads.forget(threadId);
+  return "cancelled";
+}
+
+function isCancelRequest(value: unknown): value is CancelRequest {
+  const v = value as Partial<Record<keyof CancelRequest, unknown>> | null;
+  return typeof v === "object" && v !== null && [v.executionId, v.threadId, v.rosInvocationId].every((s) => typeof s === "string" && s !== "");
+}
+
+/** The owner's outcome; a cancel that failed there fails here as the upstream failure it was. */
+function outcomeOf(reply: unknown): CancelOutcome {
+  const outcome = (reply as { outcome?: unknown } | null)?.outcome;
+  if (outcome === "cancelled" || outcome === "already_terminal" || outcome === "not_found") return outcome;
+  throw new RunError("A2A_UNAVAILABLE", messageText("a2a.unavailable"));
 }

@@ -18,4 +18,6 @@ export const admission = {
     new GatewayError(409, "RESUME_REQUIRED", messageText("admission.resumeRequired"), undefined, { interrupts }),
   shuttingDown: () => new GatewayError(503, "SHUTTING_DOWN", messageText("admission.shuttingDown")),
   executionNotFound: () => new GatewayError(404, "EXECUTION_NOT_FOUND", messageText("execution.notFound")),
+  /** A shared store names the execution, but this replica's kernel does not know its task. */
+  executionElsewhere: () => new GatewayError(404, "EXECUTION_NOT_FOUND", messageText("execution.elsewhere")),
 };

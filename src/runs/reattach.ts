@@ -7,6 +7,7 @@ import { runDigestOf } from "../state/windows.js";
 import { admission } from "./errors.js";
 import type { RunContext } from "./run-context.js";
 import { snapshotThenLive } from "./task-frames.js";
+import { isTaskNotFound } from "../a2a/error-mapping.js";
 
 export async function reattach(
   context: RunContext,
@@ -25,6 +26,7 @@ export async function reattach(
     throw admission.executionNotFound();
   }
   const taskId = execution.taskId;
+  if (context.threads.shared && !context.activeRuns.has(threadId)) await assertKernelKnows(context, taskId);
   return snapshotThenLive(context, taskId).pipe(
     createAguiPipeline({
       threadId,
@@ -45,4 +47,14 @@ export async function reattach(
       translate: (english, lang) => localize(normalizeLanguage(lang) ?? language, english),
     }),
   );
+}
+
+/** With several replicas the task may live in another replica's kernel: say so before the stream starts. */
+async function assertKernelKnows(context: RunContext, taskId: string): Promise<void> {
+  try {
+    await context.a2a.getTask(taskId);
+  } catch (error) {
+    if (isTaskNotFound(error)) throw admission.executionElsewhere();
+    // Anything else is the stream's to report, as with one replica.
+  }
 }

@@ -40,8 +40,14 @@ export async function recoverAbandonedRuns(context: RunContext): Promise<number>
       await context.threads
         .locked(threadId, async () => {
           if (context.threads.isLoaded(threadId)) return;
-          const record = await context.threads.loadStored(threadId);
-          if (record && (await recoverAbandoned(context, record))) recovered++;
+          // With a shared store only a thread no replica holds is ours to recover.
+          if (!(await context.threads.claim(threadId)).claimed) return;
+          try {
+            const record = await context.threads.loadStored(threadId);
+            if (record && (await recoverAbandoned(context, record))) recovered++;
+          } finally {
+            await context.threads.unclaim(threadId);
+          }
         })
         .catch((error: unknown) => context.logger.warn({ err: error, threadId }, "start-up recovery skipped a thread"));
     }

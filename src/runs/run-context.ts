@@ -23,6 +23,23 @@ export interface RunServiceOptions {
   onActivity?: () => void;
   /** Run ids (and ended executions, applied answers) remembered per thread; default 256. */
   runIdWindow?: number;
+  /** With a shared store: this replica's id in thread leases, and how long a lease outlives its replica. */
+  replicaId?: string;
+  leaseTtlMs?: number;
+  /** With a shared store: requests to the replica that holds a thread (a cancel that reached another one). */
+  relay?: ReplicaRelay;
+}
+
+/** Request/reply between the replicas that share a store (Redis pub/sub). */
+export interface ReplicaRelay {
+  onRequest(kind: string, handler: (payload: unknown) => Promise<unknown>): void;
+  /** `reason` "no-subscriber" or "timeout": that replica is gone (or stalled); anything else: it could not be asked. */
+  request(
+    toReplicaId: string,
+    kind: string,
+    payload: unknown,
+    timeoutMs: number,
+  ): Promise<{ answered: true; reply: unknown } | { answered: false; reason: string }>;
 }
 
 /** An admitted run: everything its stream needs, decided under the thread lock. */
@@ -55,6 +72,7 @@ export interface RunContext {
   /** Run ids, ended executions and applied answers remembered per thread. */
   readonly window: number;
   readonly newExecutionId: () => string;
+  readonly relay: ReplicaRelay | undefined;
   accepting: boolean;
 }
 

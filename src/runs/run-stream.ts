@@ -201,6 +201,8 @@ async function releaseRun(context: RunContext, ticket: RunTicket, ending: RunEnd
       await context.threads.persist(record).catch((error) => ticket.logger.warn({ err: error }, "end-of-run write failed"));
       context.threads.forget(threadId);
     }
+    // A shared store's lease goes after the last write: from now on any replica may take the thread.
+    await context.threads.unclaim(threadId);
   });
   logRun(ticket, ending.terminal);
   context.options.onActivity?.();

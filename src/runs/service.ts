@@ -8,7 +8,7 @@ import type { FlowGate } from "../a2a/index.js";
 import type { Language } from "../i18n/index.js";
 import { DEFAULT_RUN_ID_WINDOW } from "../state/windows.js";
 import { admitRun } from "./admission.js";
-import { cancelExecution, type CancelOutcome } from "./cancel.js";
+import { answerRelayedCancel, cancelExecution, type CancelOutcome } from "./cancel.js";
 import type { RunRequest } from "./input.js";
 import { reattach } from "./reattach.js";
 import { recoverAbandonedRuns } from "./recovery.js";
@@ -30,6 +30,7 @@ export class RunService {
       logger: options.logger,
       options,
       threads: new ThreadRepository(options),
+      relay: options.relay,
       activeRuns: new Map(),
       abandoned: new WeakSet(),
       releasing: new Set(),
@@ -37,6 +38,7 @@ export class RunService {
       newExecutionId: options.newExecutionId ?? randomUUID,
       accepting: true,
     };
+    options.relay?.onRequest("cancel", (payload) => answerRelayedCancel(this.context, payload));
   }
 
   get activeRunCount(): number {
@@ -75,7 +77,7 @@ export class RunService {
   }
 
   cancel(executionId: string, threadId: string, rosInvocationId: string): Promise<CancelOutcome> {
-    return cancelExecution(this.context, executionId, threadId, rosInvocationId);
+    return cancelExecution(this.context, { executionId, threadId, rosInvocationId });
   }
 
   recoverAbandonedRuns(): Promise<number> {
