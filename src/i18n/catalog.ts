@@ -446,6 +446,15 @@ export const CATALOG = {
     de: "Der Zustand der unterbrochenen Ausführung konnte nicht gespeichert werden.",
     fr: "L'état de l'exécution interrompue n'a pas pu être validé.",
   },
+  "state.leaseLost": {
+    en: "This gateway lost its hold on the thread's shared state; the run was stopped so that no other replica's state is overwritten.",
+    zh: "本网关失去了对该线程共享状态的持有；运行已停止，以免覆盖其他副本的状态。",
+    ja: "このゲートウェイはスレッドの共有状態の保持を失いました。他のレプリカの状態を上書きしないよう、実行を停止しました。",
+    pt: "Este gateway perdeu a posse do estado compartilhado da thread; a execução foi interrompida para não sobrescrever o estado de outra réplica.",
+    es: "Este gateway perdió el control del estado compartido del hilo; la ejecución se detuvo para no sobrescribir el estado de otra réplica.",
+    de: "Dieses Gateway hat den Zugriff auf den gemeinsamen Zustand des Threads verloren; der Lauf wurde beendet, damit der Zustand einer anderen Replik nicht überschrieben wird.",
+    fr: "Ce gateway a perdu la main sur l'état partagé du fil ; l'exécution a été arrêtée pour ne pas écraser l'état d'une autre réplique.",
+  },
   "state.answerCommitFailed": {
     en: "The accepted interrupt response could not be committed.",
     zh: "无法提交已接受的中断响应。",

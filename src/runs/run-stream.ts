@@ -1,7 +1,7 @@
 // The run's AG-UI stream: the A2A frames of its kind (turn, resume, re-shown interrupts) projected by the
 // pipeline, with what each event reveals persisted before it is written, and the run released at its end.
 import { EventType } from "@ag-ui/core";
-import { concatMap, defer, finalize, of, tap, throwError, type Observable } from "rxjs";
+import { Observable, concatMap, defer, finalize, of, tap, throwError } from "rxjs";
 import {
   RunError,
   createAguiPipeline,
@@ -114,8 +114,11 @@ function runEvents(context: RunContext, ticket: RunTicket, flow: FlowGate, endin
         return write;
       },
   };
+  const lapsed = context.threads.claimLapsed(request.threadId);
   const project = (frames: Observable<A2AStreamResponse>, applied: readonly string[]) =>
-    frames.pipe(createAguiPipeline({ ...pipeline, appliedInputIds: applied }));
+    (lapsed ? failWhenLapsed(frames, lapsed, () => leaseLost(context, ticket)) : frames).pipe(
+      createAguiPipeline({ ...pipeline, appliedInputIds: applied }),
+    );
   const events =
     ticket.kind === "reshow"
       ? project(of(pendingFrame(record)), appliedBefore)
@@ -178,6 +181,29 @@ function commitBeforeEmit(
     });
   }
   return undefined;
+}
+
+/**
+ * `frames`, failing with what `fail` rejects with once `lapsed` resolves: a replica whose claim on the thread
+ * lapsed stops reading, since another replica may run the thread now.
+ */
+function failWhenLapsed<T>(frames: Observable<T>, lapsed: Promise<void>, fail: () => Promise<never>): Observable<T> {
+  return new Observable<T>((subscriber) => {
+    let live = true;
+    void lapsed.then(() => (live ? fail() : undefined)).catch((error: unknown) => live && subscriber.error(error));
+    const subscription = frames.subscribe(subscriber);
+    return () => {
+      live = false;
+      subscription.unsubscribe();
+    };
+  });
+}
+
+/** The run cannot write its state any more: its task is stopped and it ends like a failed durable write. */
+async function leaseLost(context: RunContext, ticket: RunTicket): Promise<never> {
+  ticket.logger.error("the thread's lease lapsed during the run: ending it");
+  await cancelUpstream(context, ticket.record);
+  throw new RunError("STATE_PERSISTENCE_FAILED", messageText("state.leaseLost"));
 }
 
 /** Runs that end this way leave their A2A task running unless the gateway cancels it. */

@@ -30,6 +30,9 @@ interface Claim {
   timer: NodeJS.Timeout;
   /** Set once the lease could not be renewed within its TTL: another replica may own the thread now. */
   lost: boolean;
+  /** Resolves when `lost` is set. */
+  lapsed: Promise<void>;
+  markLapsed: () => void;
 }
 
 export type ClaimResult = { claimed: true } | { claimed: false; heldBy: string };
@@ -72,16 +75,18 @@ export class ThreadRepository {
       throw admission.stateUnavailable();
     }
     if ("heldBy" in result) return { claimed: false, heldBy: result.heldBy };
-    const claim: Claim = { token: result.token, renewedAt: Date.now(), lost: false, timer: undefined as unknown as NodeJS.Timeout };
+    let markLapsed!: () => void;
+    const lapsed = new Promise<void>((resolve) => (markLapsed = resolve));
+    const claim: Claim = { token: result.token, renewedAt: Date.now(), lost: false, lapsed, markLapsed, timer: undefined as unknown as NodeJS.Timeout };
     claim.timer = setInterval(() => void this.renew(threadId, claim), Math.max(50, Math.floor(this.leaseTtlMs / 3)));
     claim.timer.unref();
     this.claims.set(threadId, claim);
     return { claimed: true };
   }
 
-  /** Whether this replica's claim on the thread lapsed (a shared store only). */
-  claimLost(threadId: string): boolean {
-    return this.claims.get(threadId)?.lost === true;
+  /** Resolves if this replica's claim on the thread lapses; undefined without a claim (or a shared store). */
+  claimLapsed(threadId: string): Promise<void> | undefined {
+    return this.claims.get(threadId)?.lapsed;
   }
 
   /** Gives the thread back (a shared store only; the lease goes, the cached record with it). */
@@ -121,6 +126,7 @@ export class ThreadRepository {
     if (renewed === false || Date.now() - claim.renewedAt >= this.leaseTtlMs) {
       claim.lost = true;
       clearInterval(claim.timer);
+      claim.markLapsed();
       this.options.logger.error({ threadId }, "this replica lost its lease on the thread; its writes are refused from now on");
     }
   }
