@@ -64,7 +64,6 @@ export function createRedisConnection(options: RedisConnectionOptions): Redis {
   };
   const client = new Redis(redisOptions);
 
-  let lost = false;
   let lastErrorLoggedAt = Number.NEGATIVE_INFINITY;
   let unloggedErrors = 0;
   const errorLogInterval = options.errorLogIntervalMs ?? DEFAULT_ERROR_LOG_INTERVAL_MS;
@@ -80,24 +79,30 @@ export function createRedisConnection(options: RedisConnectionOptions): Redis {
     logger.warn({ error: errorMessage(error), ...(unloggedErrors > 0 && { suppressed: unloggedErrors }) }, "redis connection error");
     unloggedErrors = 0;
   });
+  // `failed`: the connection closed (or an attempt failed) since it was last ready.
+  let failed = false;
+  let everReady = false;
   client.on("ready", () => {
-    if (lost) logger.info("redis connection restored");
-    else logger.info("redis connection ready");
-    lost = false;
+    logger.info(everReady ? "redis connection restored" : "redis connection ready");
+    everReady = true;
+    failed = false;
   });
   client.on("close", () => {
-    if (!lost && client.status !== "end") logger.warn("redis connection lost; reconnecting");
-    lost = true;
+    if (everReady && !failed && client.status !== "end") logger.warn("redis connection lost; reconnecting");
+    failed = true;
   });
   readinessOf.set(client, () => {
     if (client.status === "ready") return "ready";
-    if (lost || client.status === "end" || client.status === "close") return "down";
+    if (failed || client.status === "end" || client.status === "close") return "down";
     return "connecting";
   });
   return client;
 }
 
-/** "ready" when commands can be sent; "connecting" before the first connection; "down" after one was lost. */
+/**
+ * "ready" when commands can be sent; "connecting" while the first attempt is under way; "down" after a connection
+ * was lost or an attempt failed, until the next one is ready.
+ */
 export function redisReadiness(client: Redis): RedisReadiness {
   const known = readinessOf.get(client);
   if (known !== undefined) return known();
@@ -118,6 +123,27 @@ export function waitForRedisReady(client: Redis, timeoutMs: number): Promise<boo
       resolve(true);
     };
     client.once("ready", onReady);
+  });
+}
+
+/**
+ * Resolves true once the client is ready, false as soon as an attempt fails or after `timeoutMs`: for a caller
+ * that will wait for a connection under way but not for Redis to come back.
+ */
+export function waitForRedisAttempt(client: Redis, timeoutMs: number): Promise<boolean> {
+  if (client.status === "ready") return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const settle = (ready: boolean) => {
+      clearTimeout(timer);
+      client.off("ready", onReady);
+      client.off("close", onClose);
+      resolve(ready);
+    };
+    const onReady = () => settle(true);
+    const onClose = () => settle(false);
+    const timer = setTimeout(() => settle(false), timeoutMs);
+    client.once("ready", onReady);
+    client.once("close", onClose);
   });
 }
 

@@ -5,7 +5,14 @@
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { Redis } from "ioredis";
-import { closeRedisConnection, createRedisConnection, redisReadiness, type RedisConnectionOptions, type RedisReadiness } from "./redis-connection.js";
+import {
+  closeRedisConnection,
+  createRedisConnection,
+  redisReadiness,
+  waitForRedisAttempt,
+  type RedisConnectionOptions,
+  type RedisReadiness,
+} from "./redis-connection.js";
 import { serializeThreadRecord } from "./record-text.js";
 import { threadFileStem } from "./thread-key.js";
 import {
@@ -33,6 +40,8 @@ export type RedisThreadStoreOptions = (
   /** Prepended to every key; default "agui-gateway:". */
   prefix?: string;
   observe?: StoreObserver;
+  /** How long an operation waits for the very first connection; default 2000. */
+  firstConnectWaitMs?: number;
 };
 
 // KEYS: thread, lease. ARGV: expected version ("*": whatever is stored), record text, fence token ("" for none).
@@ -97,6 +106,7 @@ type ScriptName = keyof typeof SCRIPTS;
 
 const VERSION_TEXT = /^[1-9][0-9]{0,15}$/;
 const SCAN_BATCH = 200;
+const DEFAULT_FIRST_CONNECT_WAIT_MS = 2_000;
 
 export class RedisThreadStore implements SharedThreadStore {
   readonly shared = true;
@@ -104,6 +114,7 @@ export class RedisThreadStore implements SharedThreadStore {
   private readonly client: Redis;
   private readonly ownsClient: boolean;
   private readonly observe: StoreObserver | undefined;
+  private readonly firstConnectWaitMs: number;
 
   constructor(options: RedisThreadStoreOptions) {
     if ("client" in options) {
@@ -115,6 +126,7 @@ export class RedisThreadStore implements SharedThreadStore {
     }
     this.prefix = options.prefix ?? DEFAULT_REDIS_PREFIX;
     this.observe = options.observe;
+    this.firstConnectWaitMs = options.firstConnectWaitMs ?? DEFAULT_FIRST_CONNECT_WAIT_MS;
     // ioredis sends EVALSHA and falls back to EVAL when Redis lost its script cache (a restart, SCRIPT FLUSH).
     for (const [name, script] of Object.entries(SCRIPTS)) this.client.defineCommand(name, script);
   }
@@ -273,6 +285,8 @@ export class RedisThreadStore implements SharedThreadStore {
     const started = performance.now();
     const report = (ok: boolean) => this.observe?.(op, (performance.now() - started) / 1000, ok);
     try {
+      // A store used right after start-up waits for its first connection; once Redis was lost, nothing waits.
+      if (redisReadiness(this.client) === "connecting") await waitForRedisAttempt(this.client, this.firstConnectWaitMs);
       const value = await work();
       report(true);
       return value;
