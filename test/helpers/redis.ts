@@ -15,6 +15,10 @@ export interface RedisServer {
   kill(): Promise<void>;
   /** Starts again on the same port, empty (nothing is persisted). */
   restart(): Promise<void>;
+  /** SIGSTOP: connections stay open and nothing answers (a hung server). */
+  pause(): void;
+  /** SIGCONT after pause(). */
+  resume(): void;
 }
 
 export interface StartRedisOptions {
@@ -82,6 +86,7 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
     current = undefined;
     if (server === undefined) return;
     server.child.kill(signal);
+    server.child.kill("SIGCONT");
     const timer = setTimeout(() => server.child.kill("SIGKILL"), STOP_TIMEOUT_MS);
     await server.exited;
     clearTimeout(timer);
@@ -97,6 +102,8 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
       await end("SIGTERM");
       await launch();
     },
+    pause: () => void current?.child.kill("SIGSTOP"),
+    resume: () => void current?.child.kill("SIGCONT"),
   };
 }
 
