@@ -9,6 +9,8 @@ export interface GatewayChildArgs {
   allowedRoots: string[];
   heartbeatSeconds?: number;
   stateDir?: string;
+  /** redis:// URL: thread state in Redis instead of stateDir. */
+  stateStore?: string;
   a2aHttp2?: boolean;
 }
 
@@ -23,6 +25,7 @@ try {
     logger: pino({ level: "silent" }),
     ...(args.heartbeatSeconds !== undefined && { heartbeatSeconds: args.heartbeatSeconds }),
     ...(args.stateDir !== undefined && { stateDir: args.stateDir }),
+    ...(args.stateStore !== undefined && { stateStore: args.stateStore }),
     ...(args.a2aHttp2 && { a2aHttp2: true }),
   });
   serveParent({ url: gateway.url, port: gateway.port }, {

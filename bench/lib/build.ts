@@ -20,6 +20,7 @@ export interface GatewayBuild {
   gateway: string;
   operators: string;
   fileStore: string;
+  redisStore: string;
   a2a: string;
   note: string;
 }
@@ -43,7 +44,7 @@ function staleFiles(): string[] {
 
 function build(kind: "dist" | "src", note: string, distDir = path.join(ROOT, "dist")): GatewayBuild {
   const at = (rel: string) => (kind === "dist" ? path.join(distDir, `${rel}.js`) : path.join(ROOT, `${rel}.ts`));
-  return { kind, gateway: at("src/gateway"), operators: at("operators/index"), fileStore: at("src/state/file-store"), a2a: at("src/a2a/index"), note };
+  return { kind, gateway: at("src/gateway"), operators: at("operators/index"), fileStore: at("src/state/file-store"), redisStore: at("src/state/redis-store"), a2a: at("src/a2a/index"), note };
 }
 
 /** `distDir` (--gateway-dist=DIR): bench another compiled tree as is, e.g. a patched copy of dist/ for an A/B run. */

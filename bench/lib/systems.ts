@@ -19,7 +19,7 @@ export interface System {
 export async function startGatewaySystem(
   ctx: BenchContext,
   name: string,
-  options: { heartbeatSeconds?: number; stateDir?: string; execArgv?: string[]; upstream?: { url: string; http2: boolean } } = {},
+  options: { heartbeatSeconds?: number; stateDir?: string; stateStore?: string; execArgv?: string[]; upstream?: { url: string; http2: boolean } } = {},
 ): Promise<System> {
   const args: GatewayChildArgs = {
     module: ctx.build.gateway,
@@ -28,6 +28,7 @@ export async function startGatewaySystem(
     allowedRoots: [ctx.root],
     ...(options.heartbeatSeconds !== undefined && { heartbeatSeconds: options.heartbeatSeconds }),
     ...(options.stateDir !== undefined && { stateDir: options.stateDir }),
+    ...(options.stateStore !== undefined && { stateStore: options.stateStore }),
   };
   const child = await spawnChild<{ url: string; port: number }>(name, "gateway.ts", { args, execArgv: [...CLI_NODE_FLAGS, ...(options.execArgv ?? [])] });
   return gatewayLike(ctx, name, child.ready.url, child, () => child.stop());
