@@ -83,8 +83,9 @@ describe("RedisThreadStore versions", () => {
 
   it("lets exactly one of two writers with the same expected version win", async () => {
     const store = await newStore();
-    const other = await newStore();
-    const replica = new RedisThreadStore({ client: (other as unknown as { client: never }).client, prefix: store.prefix });
+    // Another replica: its own connection, the same keys.
+    const replica = new RedisThreadStore({ connection: { url: redis.url, logger: silentLogger }, prefix: store.prefix });
+    opened.push(replica);
     await store.saveVersioned(threadRecord("race"), 0);
     const a = threadRecord("race", { cwd: "/from-a" });
     const b = threadRecord("race", { cwd: "/from-b" });

@@ -89,6 +89,7 @@ export class RedisRelay {
     this.handlers.set(kind, handler);
   }
 
+  /** Never rejects for Redis' sake (a miss is an answer); throws only when `payload` is not JSON-serializable. */
   async request(toOwnerId: string, kind: string, payload: unknown, timeoutMs: number): Promise<RelayAnswer> {
     if (this.closed) return { answered: false, reason: "closed" };
     const id = randomUUID();

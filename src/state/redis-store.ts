@@ -222,23 +222,26 @@ export class RedisThreadStore implements SharedThreadStore {
     checkTtl(ttlMs);
     return this.timed("lease_acquire", async () => {
       const token = `${ownerId}/${randomUUID()}`;
-      const [taken, value] = (await this.script("aguiAcquireLease", [this.leaseKey(threadId)], [token, String(ttlMs)])) as [number, string];
+      const reply = await this.script("aguiAcquireLease", [this.leaseKey(threadId)], [token, String(ttlMs)]);
+      const [taken, value] = reply as [number, string];
       return taken === 1 ? { token } : { heldBy: ownerOfToken(String(value)) };
     });
   }
 
   async renewLease(threadId: string, token: string, ttlMs: number): Promise<boolean> {
     checkTtl(ttlMs);
-    return this.timed("lease_renew", async () => (await this.script("aguiRenewLease", [this.leaseKey(threadId)], [token, String(ttlMs)])) === 1);
+    return this.timed("lease_renew", async () => {
+      return (await this.script("aguiRenewLease", [this.leaseKey(threadId)], [token, String(ttlMs)])) === 1;
+    });
   }
 
   async releaseLease(threadId: string, token: string): Promise<boolean> {
-    return this.timed("lease_release", async () => (await this.script("aguiDeleteLease", [this.leaseKey(threadId)], [token])) === 1);
+    return this.timed("lease_release", () => this.deleteLease(threadId, token));
   }
 
   /** Same compare-and-delete as releaseLease, named for its use: freeing a lease whose owner is known dead. */
   async breakLease(threadId: string, token: string): Promise<boolean> {
-    return this.timed("lease_break", async () => (await this.script("aguiDeleteLease", [this.leaseKey(threadId)], [token])) === 1);
+    return this.timed("lease_break", () => this.deleteLease(threadId, token));
   }
 
   async leaseHolder(threadId: string): Promise<string | undefined> {
@@ -253,6 +256,10 @@ export class RedisThreadStore implements SharedThreadStore {
       // PTTL is -1 for a lease somebody set without an expiry: report it as not expiring rather than expired.
       return { token, ownerId: ownerOfToken(token), remainingMs: reply[1] < 0 ? Number.POSITIVE_INFINITY : reply[1] };
     });
+  }
+
+  private async deleteLease(threadId: string, token: string): Promise<boolean> {
+    return (await this.script("aguiDeleteLease", [this.leaseKey(threadId)], [token])) === 1;
   }
 
   private async write(record: ThreadRecord, expected: string, fence: string | undefined, op: string): Promise<number> {
