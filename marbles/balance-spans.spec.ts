@@ -1,5 +1,6 @@
 // Alphabet: a RUN_STARTED · s/t/n TEXT_MESSAGE_START/CONTENT/END · r/m/c/o/z reasoning span/message · T/A/E TOOL_CALL_START/ARGS/END ·
 // S/F STEP_STARTED/FINISHED · f RUN_FINISHED · e RUN_ERROR.
+import { lastValueFrom, throwError, toArray } from "rxjs";
 import { describe, expect, it } from "vitest";
 import { balanceSpans } from "../operators/balance-spans.js";
 import { RunError } from "../operators/types.js";
@@ -54,6 +55,14 @@ describe("balanceSpans", () => {
       const out = cold("a-s-#", ev, new RunError("A2A_UNAVAILABLE", "down")).pipe(balanceSpans());
       expectObservable(out.pipe(letters())).toBe("a-s-(ne|)");
     });
+  });
+
+  it("the RUN_ERROR a source error becomes speaks the run's language", async () => {
+    const translate = (english: string, language?: string) => (language === "de" ? `[de] ${english}` : english);
+    const events = await lastValueFrom(
+      throwError(() => new RunError("A2A_UNAVAILABLE", "down")).pipe(balanceSpans({ translate, language: "de" }), toArray()),
+    );
+    expect(events).toMatchObject([{ type: "RUN_ERROR", code: "A2A_UNAVAILABLE", message: "[de] down" }]);
   });
 
   it("only the first terminal event passes", () => {

@@ -4,9 +4,16 @@
 // becomes a balanced RUN_ERROR.
 import type { OperatorFunction } from "rxjs";
 import { operate, operatorObserver } from "./lib/operate.js";
+import type { Translate } from "./lib/interrupts.js";
 import { runErrorEvent } from "./lib/run-error-event.js";
 import { SpanLedger } from "./lib/span-ledger.js";
 import type { AguiEvent } from "./types.js";
+
+export interface BalanceSpansOptions {
+  /** Localizes the RUN_ERROR a source error becomes (the run's language). */
+  translate?: Translate;
+  language?: string;
+}
 
 /**
  * Ends every open span before the run's one terminal event, then completes.
@@ -16,7 +23,7 @@ import type { AguiEvent } from "./types.js";
  * // TEXT_MESSAGE_START m, TOOL_CALL_START c, RUN_ERROR
  * // → TEXT_MESSAGE_START m, TOOL_CALL_START c, TOOL_CALL_END c, TEXT_MESSAGE_END m, RUN_ERROR, complete
  */
-export function balanceSpans<T extends { type: string }>(): OperatorFunction<T, T | AguiEvent> {
+export function balanceSpans<T extends { type: string }>(options: BalanceSpansOptions = {}): OperatorFunction<T, T | AguiEvent> {
   return operate<T, T | AguiEvent>((source, subscriber) => {
     const spans = new SpanLedger();
     let done = false;
@@ -42,7 +49,7 @@ export function balanceSpans<T extends { type: string }>(): OperatorFunction<T, 
           done = true;
           const timestamp = Date.now();
           closeAll(timestamp);
-          subscriber.next(runErrorEvent(error, { timestamp }));
+          subscriber.next(runErrorEvent(error, { timestamp, ...options }));
           subscriber.complete();
         },
         complete: () => {

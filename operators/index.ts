@@ -14,7 +14,7 @@ import { OPERATOR_TEXTS } from "./messages.js";
 import { stripResumedText } from "./strip-resumed-text.js";
 import { RunError, type A2AStreamResponse, type AguiEvent, type AguiOutput, type TextSegmentDigest } from "./types.js";
 
-export { balanceSpans } from "./balance-spans.js";
+export { balanceSpans, type BalanceSpansOptions } from "./balance-spans.js";
 export { commitBeforeEmit, type CommitBeforeEmitOptions } from "./commit-before-emit.js";
 export { dedupePipeline, type DedupePipelineOptions } from "./dedupe-pipeline.js";
 export { finishCancelled, type FinishCancelledOptions } from "./finish-cancelled.js";
@@ -105,7 +105,7 @@ export function createAguiPipeline(options: AguiPipelineOptions): OperatorFuncti
     let balanced = events.pipe(
       // Internal items end here: nothing after this point, and nothing on the wire, sees them.
       filter((item): item is AguiEvent => item.type !== "IAC_CODE_TEXT_SEGMENT" && !isProjectionFact(item)),
-      balanceSpans<AguiEvent>(),
+      balanceSpans<AguiEvent>({ translate, ...(options.language !== undefined && { language: options.language }) }),
     );
     if (options.cancelledOutcome) balanced = balanced.pipe(finishCancelled<AguiEvent>({ threadId: options.threadId, runId: options.runId }));
     const heartbeat = options.heartbeat ?? true;
