@@ -68,7 +68,8 @@ function cancelHere(context: RunContext, cancel: CancelRequest, takenOver: boole
 /** `takenOver`: the thread's run lived on a replica that is gone; its task may be unknown to our kernel. */
 async function cancelLocked(context: RunContext, cancel: CancelRequest, takenOver: boolean): Promise<CancelOutcome> {
   const { executionId, threadId, rosInvocationId } = cancel;
-  const record = await loadRecovered(context, threadId);
+  // A run taken over is this cancel's to end: recovering it first would cancel it and answer "already_terminal".
+  const record = takenOver ? await context.threads.load(threadId) : await loadRecovered(context, threadId);
   if (!record) return "not_found";
   const execution = record.execution;
   if (execution.executionId !== executionId) {
