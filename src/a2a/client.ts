@@ -59,6 +59,12 @@ export interface StreamOptions {
   flow?: FlowGate;
 }
 
+/** The kernel as one run reads it: every stream it opens is read only as fast as the run's writer lets it. */
+export type PacedUpstream = Pick<
+  A2AClient,
+  "sendStreamingMessage" | "subscribeToTask" | "sendMessage" | "getTask" | "cancelTask" | "pipelineState" | "ensureSessionRestored"
+>;
+
 export class A2AClient {
   private readonly base: URL;
   private readonly agent: Agent;
@@ -124,6 +130,23 @@ export class A2AClient {
    */
   ensureSessionRestored(body: { cwd: string; sessionId: string; taskId?: string }): Promise<boolean | "unsupported"> {
     return requestSessionRestore(this.routes, body);
+  }
+
+  /**
+   * This client with every stream it opens paced by `flow`: the next upstream chunk is read only once
+   * `flow.ready()` settles (a full client socket, a durable write in flight), so a slow reader holds the
+   * kernel's stream back instead of growing a buffer.
+   */
+  pacedBy(flow: FlowGate): PacedUpstream {
+    return {
+      sendStreamingMessage: (message) => this.sendStreamingMessage(message, { flow }),
+      subscribeToTask: (taskId) => this.subscribeToTask(taskId, { flow }),
+      sendMessage: (message, opts) => this.sendMessage(message, opts),
+      getTask: (taskId, historyLength) => this.getTask(taskId, historyLength),
+      cancelTask: (taskId) => this.cancelTask(taskId),
+      pipelineState: (taskId, afterSequence) => this.pipelineState(taskId, afterSequence),
+      ensureSessionRestored: (body) => this.ensureSessionRestored(body),
+    };
   }
 
   /** Destroys the connection pool; calls still in flight fail with A2A_UNAVAILABLE. */

@@ -5,6 +5,7 @@ export {
   assertLoopbackA2AUrl,
   type A2AClientOptions,
   type FlowGate,
+  type PacedUpstream,
   type StreamOptions,
 } from "./client.js";
 export { decodeStreamResult, decodeTask, invalidFrame } from "./frames.js";

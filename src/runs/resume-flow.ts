@@ -3,7 +3,7 @@
 import { messageText } from "../i18n/index.js";
 import { EMPTY, concat, concatMap, defer, catchError, from, of, throwError, throwIfEmpty, type Observable } from "rxjs";
 import { RunError, type A2AStreamResponse, type A2ATask } from "../../operators/index.js";
-import { buildIacCodeMetadata, buildUserMessage, type FlowGate } from "../a2a/index.js";
+import { buildIacCodeMetadata, buildUserMessage, type PacedUpstream } from "../a2a/index.js";
 import { answerRejected, isTaskAlreadyTerminal, isTaskNotFound, toRunError } from "../a2a/error-mapping.js";
 import type { ThreadRecord } from "../state/thread-store.js";
 import { rememberAppliedDigest } from "../state/windows.js";
@@ -47,11 +47,16 @@ export function appliedBy(prepared: PreparedResume): string[] {
 }
 
 /** The frames of a planned resume: the pending set again, the cancel, or the delivered answers' stream. */
-export function plannedFrames(context: RunContext, ticket: RunTicket, prepared: PreparedResume, flow: FlowGate): Observable<A2AStreamResponse> {
+export function plannedFrames(
+  context: RunContext,
+  upstream: PacedUpstream,
+  ticket: RunTicket,
+  prepared: PreparedResume,
+): Observable<A2AStreamResponse> {
   const { plan, recovery } = prepared;
   if (plan.kind === "announce") return of(pendingFrame(ticket.record));
   if (plan.kind === "cancel") return from(cancelByAnswer(context, ticket));
-  return deliverAnswers(context, ticket, plan.answers, flow, recovery ? [recovery] : []);
+  return deliverAnswers(context, upstream, ticket, plan.answers, recovery ? [recovery] : []);
 }
 
 /** Session restore and task identity before anything is sent (reference-adapter §4.4 steps 2–3). */
@@ -95,9 +100,9 @@ async function cancelByAnswer(context: RunContext, ticket: RunTicket): Promise<n
  */
 function deliverAnswers(
   context: RunContext,
+  upstream: PacedUpstream,
   ticket: RunTicket,
   answers: PlannedAnswer[],
-  flow: FlowGate,
   recovery: A2AStreamResponse[],
 ): Observable<A2AStreamResponse> {
   const { record } = ticket;
@@ -108,7 +113,7 @@ function deliverAnswers(
     return result ? [toolFrame(taskId, record.contextId, result)] : [];
   });
   const send = async (answer: PlannedAnswer, messageId: string) => {
-    await context.a2a.sendMessage(answerMessage(ticket, answer, messageId), { timeoutMs: 3_600_000 }).catch((error) => {
+    await upstream.sendMessage(answerMessage(ticket, answer, messageId), { timeoutMs: 3_600_000 }).catch((error) => {
       throw answerRejected(error);
     });
     await accept(context, ticket, [answer]);
@@ -116,11 +121,11 @@ function deliverAnswers(
   if (sideband) {
     return defer(async () => {
       for (const answer of answers) await send(answer, `agui-resume-${answer.entry.interruptId}`);
-    }).pipe(concatMap(() => concat(of(...recovery, ...toolResults), followTask(context, taskId, flow))));
+    }).pipe(concatMap(() => concat(of(...recovery, ...toolResults), followTask(upstream, taskId))));
   }
   const last = answers[answers.length - 1]!;
   const streamed = defer(() =>
-    context.a2a.sendStreamingMessage(answerMessage(ticket, last, `agui-resume-${ticket.request.runId}-${last.entry.interruptId}`), { flow }),
+    upstream.sendStreamingMessage(answerMessage(ticket, last, `agui-resume-${ticket.request.runId}-${last.entry.interruptId}`)),
   ).pipe(
     catchError((error: unknown) => throwError(() => answerRejected(error))),
     throwIfEmpty(() => new RunError("A2A_UNAVAILABLE", messageText("a2a.interruptResponseRejected"))),
@@ -135,7 +140,7 @@ function deliverAnswers(
     }).pipe(concatMap(() => EMPTY)),
     streamed,
     // The kernel may close the answer stream before the turn's end: follow the task to its real end.
-    defer(() => followTask(context, taskId, flow)),
+    defer(() => followTask(upstream, taskId)),
   );
 }
 

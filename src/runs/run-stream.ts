@@ -44,9 +44,10 @@ function runEvents(context: RunContext, ticket: RunTicket, flow: FlowGate, endin
   // A re-shown interrupt is projected like a resume that announces its pending set.
   const resume = ticket.kind !== "turn";
   const translateFor = (english: string, lang?: string) => localize(normalizeLanguage(lang) ?? language, english);
-  // While a durable write is in flight the upstream is not read either: frames would only queue up.
+  // The kernel is read only as fast as the client's socket takes the events and, while a durable write is in
+  // flight, not at all: frames would only queue up.
   let committing: Promise<void> | undefined;
-  const gate: FlowGate = { ready: () => committing ?? flow.ready() };
+  const upstream = context.a2a.pacedBy({ ready: () => committing ?? flow.ready() });
   // Answers applied before this run; a resume adds the ones it delivers, all accepted before any frame is read.
   const appliedBefore = record.appliedResumeDigests.filter((d) => d.executionId === execution.executionId).map((d) => d.interruptId);
   const pipeline: AguiPipelineOptions = {
@@ -123,13 +124,13 @@ function runEvents(context: RunContext, ticket: RunTicket, flow: FlowGate, endin
     ticket.kind === "reshow"
       ? project(of(pendingFrame(record)), appliedBefore)
       : ticket.kind === "turn"
-        ? project(turnFrames(context, ticket, gate), appliedBefore)
+        ? project(turnFrames(upstream, ticket), appliedBefore)
         : // The resume is planned (and refused) before its projection starts, so the projection knows which answers it applies.
           defer(() => prepareResume(context, ticket).then((prepared) => ({ prepared }), (error: unknown) => ({ error }))).pipe(
             concatMap((planned) =>
               "error" in planned
                 ? project(throwError(() => planned.error), appliedBefore)
-                : project(plannedFrames(context, ticket, planned.prepared, gate), [...appliedBefore, ...appliedBy(planned.prepared)]),
+                : project(plannedFrames(context, upstream, ticket, planned.prepared), [...appliedBefore, ...appliedBy(planned.prepared)]),
             ),
           );
   return events.pipe(

@@ -2,12 +2,12 @@
 // the service itself shows (the pending set again, a tool result of an answer).
 import { EMPTY, catchError, concat, defer, map, throwError, type Observable } from "rxjs";
 import type { A2AStreamResponse, A2ATask } from "../../operators/index.js";
-import { buildIacCodeMetadata, buildUserMessage, type FlowGate } from "../a2a/index.js";
+import { buildIacCodeMetadata, buildUserMessage, type PacedUpstream } from "../a2a/index.js";
 import { isKernelAnswer, toRunError } from "../a2a/error-mapping.js";
 import type { ThreadRecord } from "../state/thread-store.js";
 import type { RunContext, RunTicket } from "./run-context.js";
 
-export function turnFrames(context: RunContext, ticket: RunTicket, flow: FlowGate): Observable<A2AStreamResponse> {
+export function turnFrames(upstream: PacedUpstream, ticket: RunTicket): Observable<A2AStreamResponse> {
   const { request, record, language } = ticket;
   const message = buildUserMessage({
     messageId: ticket.messageId,
@@ -15,13 +15,13 @@ export function turnFrames(context: RunContext, ticket: RunTicket, flow: FlowGat
     parts: ticket.parts,
     metadata: buildIacCodeMetadata({ ...request.iacCode, cwd: record.cwd, language }),
   });
-  return defer(() => context.a2a.sendStreamingMessage(message, { flow })).pipe(catchError((error: unknown) => throwError(() => toRunError(error))));
+  return defer(() => upstream.sendStreamingMessage(message)).pipe(catchError((error: unknown) => throwError(() => toRunError(error))));
 }
 
 /** Snapshot then live frames of a task; a task that is no longer active answers with its final snapshot. */
-export function followTask(context: RunContext, taskId: string, flow: FlowGate): Observable<A2AStreamResponse> {
-  const snapshot = defer(() => context.a2a.getTask(taskId)).pipe(map((task) => ({ task: withoutText(task) })));
-  return context.a2a.subscribeToTask(taskId, { flow }).pipe(
+export function followTask(upstream: PacedUpstream, taskId: string): Observable<A2AStreamResponse> {
+  const snapshot = defer(() => upstream.getTask(taskId)).pipe(map((task) => ({ task: withoutText(task) })));
+  return upstream.subscribeToTask(taskId).pipe(
     map((frame) => ("task" in frame ? { task: withoutText(frame.task) } : frame)),
     catchError((error: unknown) => {
       if (isKernelAnswer(error)) return snapshot;
