@@ -10,6 +10,8 @@ import { stageOperator, type Stage } from "../lib/stage.js";
 import type { IacCodeSignal } from "../types.js";
 import type { FramePart } from "./parts.js";
 
+const READS: ReadonlySet<string> = new Set(["A2A_FRAME", "IAC_CODE_FACT", EventType.RUN_FINISHED, EventType.RUN_ERROR]);
+
 export interface SessionInfo {
   executionId: string;
   rosInvocationId: string;
@@ -87,6 +89,6 @@ export function announceSessionStage<T extends { type: string }>(options: Announ
       }
       out.next(item as Exclude<T, FramePart>);
     };
-    return { next };
+    return { next, reads: READS };
   };
 }

@@ -8,6 +8,8 @@ import { stageOperator, type Stage } from "../lib/stage.js";
 import { RunError } from "../types.js";
 import { OPERATOR_TEXTS } from "../messages.js";
 
+const READS: ReadonlySet<string> = new Set(["A2A_FRAME"]);
+
 export interface GuardIdentityOptions {
   /** The thread's A2A context; a frame naming another context ends the run. */
   contextId?: string;
@@ -57,6 +59,6 @@ export function guardIdentityStage<T extends { type: string }>(options: GuardIde
       }
       out.next(item);
     };
-    return { next: check };
+    return { next: check, reads: READS };
   };
 }

@@ -29,6 +29,8 @@ export interface MapInterruptsOptions {
   translate?: Translate;
 }
 
+const READS: ReadonlySet<string> = new Set(["A2A_REQUIRED_INPUTS", "IAC_CODE_FACT"]);
+
 const identity: Translate = (english) => english;
 
 /**
@@ -83,6 +85,6 @@ export function mapInterruptsStage<T extends { type: string }>(
       }
       out.next(item as Exclude<T, RequiredInputsPart>);
     };
-    return { next };
+    return { next, reads: READS };
   };
 }

@@ -26,6 +26,9 @@ export interface MapTerminalOptions {
   scheduler?: SchedulerLike;
 }
 
+// Once finished it reads nothing more: it has completed its output, and a fused chain drops what comes after.
+const READS: ReadonlySet<string> = new Set(["A2A_STATE", "A2A_INTERRUPT_END", "A2A_USAGE_TOTALS"]);
+
 type Consumed = StatePart | InterruptEndPart | UsageTotalsPart;
 
 const ERROR_TEXT: Record<"CANCELLED" | "A2A_EXECUTION_FAILED" | "A2A_UNAVAILABLE", string> = {
@@ -133,6 +136,6 @@ export function mapTerminalStage<T extends { type: string }>(options: MapTermina
         fail(unprocessableFrame(thrown));
       }
     };
-    return { next: read, error: fail, complete: unfinished };
+    return { next: read, error: fail, complete: unfinished, reads: READS };
   };
 }

@@ -24,6 +24,7 @@ export interface ProjectPipelineOptions {
 
 type Out<T> = Exclude<T, PipelineEnvelopePart | PipelineSnapshotPart> | ProjectionPart | AguiEvent | IacCodeSignal | ProjectionFact;
 
+const READS: ReadonlySet<string> = new Set(["A2A_PIPELINE_ENVELOPE", "A2A_PIPELINE_SNAPSHOT"]);
 const STEP_START_TYPES = new Set(["step_started", "candidate_step_started", "input_received"]);
 const STEP_FINISH_TYPES = new Set(["step_completed", "step_failed", "candidate_step_completed", "candidate_step_failed"]);
 
@@ -136,7 +137,7 @@ export function projectPipelineStage<T extends { type: string }>(options: Projec
       if (item.type === "A2A_PIPELINE_SNAPSHOT") return snapshot(item as unknown as PipelineSnapshotPart);
       emit(item as Out<T>);
     };
-    return { next };
+    return { next, reads: READS };
   };
 }
 

@@ -19,6 +19,8 @@ export interface ProjectSpansOptions {
   newId?: () => string;
 }
 
+const READS: ReadonlySet<string> = new Set(["A2A_TEXT", "A2A_STATUS_TEXT", "A2A_REASONING", "A2A_TOOL_CALL", "A2A_TOOL_RESULT"]);
+
 type SpanPart = TextPart | StatusTextPart | ReasoningPart | ToolCallPart | ToolResultPart;
 
 let idCounter = 0;
@@ -157,7 +159,7 @@ export function projectSpansStage<T extends { type: string }>(options: ProjectSp
       }
       out.next(item as Exclude<T, SpanPart>);
     };
-    return { next };
+    return { next, reads: READS };
   };
 }
 

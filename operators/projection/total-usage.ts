@@ -8,6 +8,8 @@ import { addCounts, isObject, toCount } from "../lib/json.js";
 import { stageOperator, type Stage } from "../lib/stage.js";
 import type { UsagePart, UsageTotalsPart } from "./parts.js";
 
+const READS: ReadonlySet<string> = new Set(["A2A_USAGE"]);
+
 type Totals = Required<Pick<TokenUsage, "inputTokens" | "outputTokens" | "totalTokens" | "cachedInputTokens">> & TokenUsage;
 
 /**
@@ -54,6 +56,6 @@ export function totalUsageStage<T extends { type: string }>(): Stage<T, Exclude<
       if (item.type === "A2A_USAGE") return add((item as unknown as UsagePart).usage);
       out.next(item as Exclude<T, UsagePart>);
     };
-    return { next };
+    return { next, reads: READS };
   };
 }
