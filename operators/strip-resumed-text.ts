@@ -52,11 +52,16 @@ export function stripResumedText<T extends { type: string }>(
     /** TEXT_MESSAGE_START held until the message has something to show (a fully replayed text has not). */
     const heldStarts = new Map<string, T>();
     let current: string | undefined;
+    // The message the last delta went to and its segment, while it lasts: the usual stream of deltas to one
+    // message then costs no lookup (shown already, so no start is held for it).
+    let lastId: string | undefined;
+    let lastSegment: Segment | undefined;
 
     const finish = (messageId: string) => {
       const segment = segments.get(messageId);
       if (segment === undefined) return;
       segments.delete(messageId);
+      if (messageId === lastId) lastId = lastSegment = undefined;
       const digest = segment.hash.update(segment.tail, "utf8").digest("hex");
       if (known.has(digest)) return;
       known.add(digest);
@@ -74,14 +79,20 @@ export function stripResumedText<T extends { type: string }>(
 
     const content = (item: T, messageId: string, delta: string) => {
       current = messageId;
+      if (messageId === lastId) {
+        append(lastSegment!, delta);
+        return subscriber.next(item);
+      }
       if (messageId.startsWith(PIPELINE_MESSAGE) || checked.has(messageId)) {
-        append(segments, messageId, delta);
+        lastSegment = append(segmentOf(segments, messageId), delta);
+        lastId = messageId;
         return show(item, messageId, delta);
       }
       checked.add(messageId);
       const replayed = replayedPrefixLength(delta, known);
       if (replayed === 0) {
-        append(segments, messageId, delta);
+        lastSegment = append(segmentOf(segments, messageId), delta);
+        lastId = messageId;
         return show(item, messageId, delta);
       }
       // The whole replay is this message's text so far: the next segment digest covers all of it.
@@ -134,18 +145,23 @@ export function stripResumedText<T extends { type: string }>(
   });
 }
 
-function append(segments: Map<string, Segment>, messageId: string, delta: string): void {
+function segmentOf(segments: Map<string, Segment>, messageId: string): Segment {
   let segment = segments.get(messageId);
   if (segment === undefined) {
     segment = { hash: createHash("sha256"), tail: "" };
     segments.set(messageId, segment);
   }
+  return segment;
+}
+
+function append(segment: Segment, delta: string): Segment {
   segment.tail += delta;
   // Never flush half a surrogate pair: hashed alone it would encode as U+FFFD, not as its character.
   if (segment.tail.length >= HASH_BATCH && !isHighSurrogate(segment.tail.charCodeAt(segment.tail.length - 1))) {
     segment.hash.update(segment.tail, "utf8");
     segment.tail = "";
   }
+  return segment;
 }
 
 function isHighSurrogate(unit: number): boolean {
