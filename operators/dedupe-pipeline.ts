@@ -65,26 +65,31 @@ export function dedupePipeline(options: DedupePipelineOptions = {}): OperatorFun
   });
 }
 
-const PAYLOAD_KEYS = ["statusUpdate", "task", "artifactUpdate", "message"] as const;
-
-/** The frame's payload and the key it sits under (the oneof member), whatever other keys the frame has. */
-function payloadOf(frame: A2AStreamResponse): [string, { metadata?: JsonObject }] | undefined {
+/** The frame's payload (the oneof member), whatever other keys the frame has. Named reads: this runs once per frame. */
+function payloadOf(frame: A2AStreamResponse): { metadata?: unknown } | undefined {
   const f = frame as Record<string, unknown>;
-  for (const key of PAYLOAD_KEYS) {
-    const payload = f[key];
-    if (isObject(payload)) return [key, payload as { metadata?: JsonObject }];
-  }
+  if (isObject(f.statusUpdate)) return f.statusUpdate;
+  if (isObject(f.task)) return f.task;
+  if (isObject(f.artifactUpdate)) return f.artifactUpdate;
+  if (isObject(f.message)) return f.message;
   return undefined;
 }
 
+/** The key `payloadOf` found the payload under. */
+function payloadKeyOf(frame: A2AStreamResponse): string {
+  const payload = payloadOf(frame);
+  return (["statusUpdate", "task", "artifactUpdate", "message"] as const).find((key) => (frame as Record<string, unknown>)[key] === payload)!;
+}
+
 function iacCodeOf(frame: A2AStreamResponse): JsonObject | undefined {
-  const meta = payloadOf(frame)?.[1].metadata;
+  const meta = payloadOf(frame)?.metadata;
   const iac = isObject(meta) ? meta.iac_code : undefined;
   return isObject(iac) ? iac : undefined;
 }
 
 /** A copy of the frame with another iac_code object; the original frame is never mutated. */
 function withIacCode(frame: A2AStreamResponse, iac: JsonObject): A2AStreamResponse {
-  const [key, payload] = payloadOf(frame)!;
+  const key = payloadKeyOf(frame);
+  const payload = (frame as Record<string, { metadata?: JsonObject }>)[key]!;
   return { [key]: { ...payload, metadata: { ...payload.metadata, iac_code: iac } } } as unknown as A2AStreamResponse;
 }
