@@ -226,6 +226,11 @@ export async function openSse(url: string, body: unknown, headers: Record<string
     body: JSON.stringify(body),
     signal: controller.signal,
   });
+  return liveSse(response, controller);
+}
+
+/** Reads an SSE response already fetched (with `controller`'s signal) incrementally, as openSse does. */
+export function liveSse(response: Response, controller: AbortController): LiveSse {
   const events: WireEvent[] = [];
   const reader = response.body!.getReader();
   const splitter = new SseSplitter();
