@@ -7,6 +7,7 @@ import { Observable, config } from "rxjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AguiOutput } from "../operators/index.js";
 import { writeSse } from "../src/http/sse.js";
+import { localize, messageText } from "../src/i18n/index.js";
 import { httpCall, sseEvents, streamProblems } from "./helpers/faults.js";
 import { protoEvents } from "./helpers/hostile.js";
 
@@ -44,9 +45,11 @@ beforeAll(async () => {
   config.onUnhandledError = (error) => escaped.push(error);
   server = createServer((req, res) => {
     const which = new URL(req.url ?? "/", "http://x").searchParams.get("bad") ?? "bigint";
+    const language = new URL(req.url ?? "/", "http://x").searchParams.get("lang");
     void writeSse(res, () => run(BAD[which]!), {
       proto: req.headers.accept === "application/vnd.ag-ui.event+proto",
       onFailure: (error) => failures.push(error),
+      ...(language === "de" && { language }),
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -76,4 +79,15 @@ describe("writeSse with an event it cannot encode", () => {
       expect(process.pid).toBe(PID);
     });
   }
+});
+
+describe("the writer's last-resort RUN_ERROR", () => {
+  it("speaks the run's language", async () => {
+    const english = sseEvents((await httpCall(`${url}?bad=bigint`, { method: "GET" })).text).events.at(-1);
+    const german = sseEvents((await httpCall(`${url}?bad=bigint&lang=de`, { method: "GET" })).text).events.at(-1);
+    expect(english?.["code"]).toBe("A2A_PROTOCOL_ERROR");
+    expect(german?.["code"]).toBe("A2A_PROTOCOL_ERROR");
+    expect(german?.["message"]).toBe(localize("de", messageText("a2a.invalidFrame")));
+    expect(german?.["message"]).not.toBe(english?.["message"]);
+  });
 });

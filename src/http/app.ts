@@ -132,7 +132,7 @@ export function createApp(options: AppOptions): Koa<State> {
     const language = ctx.state.language;
     const events = await options.runs.observe(ctx.params.executionId!, threadId as string, runId as string, rosInvocationId as string, language);
     ctx.respond = false;
-    await streamObservation(options, ctx, events);
+    await streamObservation(options, ctx, events, language);
   });
 
   // Koa reports socket errors (a client hanging up mid-stream) here; they are not the gateway's failures.

@@ -50,7 +50,7 @@ export function startRunStream(options: AppOptions, ctx: Context, admitted: RunT
     metrics?.streamWriteFailures.inc();
     options.runs.abandon(admitted);
   };
-  void writeSse(res, (gate) => options.runs.stream(admitted, gate), { onEvent, onFailure, proto: acceptsProto(ctx.get("Accept")) })
+  void writeSse(res, (gate) => options.runs.stream(admitted, gate), { onEvent, onFailure, proto: acceptsProto(ctx.get("Accept")), language: admitted.language })
     .then((ended) => {
       // A run the client walked away from is incomplete by the client's choice, not the gateway's.
       if (ended === "completed") check?.end();
@@ -66,9 +66,10 @@ export function startRunStream(options: AppOptions, ctx: Context, admitted: RunT
 }
 
 /** Streams a read-only observation to its end. */
-export async function streamObservation(options: AppOptions, ctx: Context, events: Observable<AguiOutput>): Promise<void> {
+export async function streamObservation(options: AppOptions, ctx: Context, events: Observable<AguiOutput>, language: Language): Promise<void> {
   await writeSse(ctx.res, () => events, {
     proto: acceptsProto(ctx.get("Accept")),
+    language,
     onFailure: (error) => {
       options.logger.error({ err: error }, "an observed event could not be written");
       options.metrics?.streamWriteFailures.inc();

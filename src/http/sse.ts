@@ -8,7 +8,7 @@ import type { FlowGate } from "../a2a/index.js";
 import { RunError, type AguiEvent, type AguiOutput } from "../../operators/index.js";
 import { runErrorEvent } from "../../operators/lib/run-error-event.js";
 import { SpanLedger } from "../../operators/lib/span-ledger.js";
-import { messageText } from "../i18n/index.js";
+import { localize, messageText, type Language } from "../i18n/index.js";
 
 export const SSE_HEADERS = {
   "Content-Type": "text/event-stream",
@@ -56,6 +56,8 @@ export interface SseOptions {
    * the run unsubscribed. Called before the unsubscribe, so the run's release sees it.
    */
   onFailure?: (error: unknown) => void;
+  /** The run's language, for that last-resort RUN_ERROR. */
+  language?: Language;
 }
 
 /** The client asked for protobuf framing (HttpAgent's proto path sends exactly this media type). */
@@ -114,7 +116,10 @@ export function writeSse(
         const timestamp = Date.now();
         const closing: AguiEvent[] = [
           ...spans.close(timestamp),
-          runErrorEvent(new RunError("A2A_PROTOCOL_ERROR", messageText("a2a.invalidFrame")), { timestamp }),
+          runErrorEvent(new RunError("A2A_PROTOCOL_ERROR", messageText("a2a.invalidFrame")), {
+            timestamp,
+            ...(options.language !== undefined && { translate: (english) => localize(options.language!, english) }),
+          }),
         ];
         for (const event of closing) {
           try {
