@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startScriptedA2AServer, type ScriptedA2AServer } from "../src/demo/index.js";
 import { streamProblems } from "./helpers/checks.js";
 import { allowOnce, cancelCount, dataPartsTo, interruptsOf, postCancel, resumeInput, runErrorOf, type CliGateway } from "./helpers/durable.js";
-import { postRaw, readSse, runWithHttpAgent, sessionEventOf, typesOf, type WireEvent } from "./helpers/e2e.js";
-import { eventually, postRun, replicaScript, startReplicas, storeHealth, type Posted, type Replicas } from "./helpers/replicas.js";
+import { postRaw, readSse, runWithHttpAgent, sessionEventOf, typesOf } from "./helpers/e2e.js";
+import { eventually, finishRun, postRun, replicaScript, startReplicas, storeHealth, type Replicas } from "./helpers/replicas.js";
 import { isTerminal } from "./helpers/sse.js";
 
 let replicas: Replicas;
@@ -29,14 +29,6 @@ afterAll(async () => {
   await replicas?.close();
   await ownKernel?.close();
 });
-
-async function finish(posted: Posted): Promise<WireEvent[]> {
-  expect(posted.status).toBe(200);
-  const events = await posted.live!.rest();
-  expect(streamProblems(events)).toEqual([]);
-  expect(events.filter(isTerminal)).toHaveLength(1);
-  return events;
-}
 
 function subscribe(url: string, executionId: string, body: { threadId: string; runId: string; rosInvocationId: string }): Promise<Response> {
   return fetch(new URL(`extensions/iac-code/v1/executions/${encodeURIComponent(executionId)}/subscribe`, url), {
@@ -109,7 +101,7 @@ describe("the observer route on another replica", () => {
     expect(events[0]).toMatchObject({ type: "RUN_STARTED", threadId: input.threadId, runId: input.runId });
     expect(events.filter(isTerminal)).toEqual([expect.objectContaining({ type: "RUN_FINISHED", outcome: { type: "success" } })]);
     expect(events.some((e) => e.type === "TEXT_MESSAGE_CONTENT")).toBe(true);
-    expect((await finish(run)).at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
+    expect((await finishRun(run)).at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
   }, 30_000);
 });
 
@@ -167,7 +159,7 @@ describe("Redis killed under running replicas, then restarted (empty)", () => {
     for (const url of [a.url, b.url]) {
       expect(await postRaw(url, replicas.input())).toMatchObject({ status: 503, json: { error: { code: "STATE_UNAVAILABLE" } } });
     }
-    const events = await finish(run);
+    const events = await finishRun(run);
     expect(runErrorOf(events).code).toBe("STATE_PERSISTENCE_FAILED");
     // The interrupt could not be stored, so it was never announced, and the kernel's task was stopped.
     expect(events.some((e) => e.type === "RUN_FINISHED")).toBe(false);
@@ -186,7 +178,7 @@ describe("Redis killed under running replicas, then restarted (empty)", () => {
     const executionId = sessionEventOf(slow.live!.events)["executionId"] as string;
     const cancelled = await postCancel(b.url, executionId, { threadId: slowInput.threadId, rosInvocationId: "invocation-1" });
     expect(cancelled).toMatchObject({ status: 200, json: { status: "cancelled" } });
-    expect(runErrorOf(await finish(slow)).code).toBe("CANCELLED");
+    expect(runErrorOf(await finishRun(slow)).code).toBe("CANCELLED");
 
     const metrics = await (await fetch(new URL("metrics", a.url))).text();
     expect(metrics).toMatch(/^agui_gateway_state_store_errors_total\{op="[a-z_]+"\} [1-9]/m);

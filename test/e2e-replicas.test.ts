@@ -4,11 +4,9 @@
 // a cancel reaches the run wherever it streams, and a dead replica's lease expires (its orphan task cancelled).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { contextIdForThread } from "../src/a2a/index.js";
-import { streamProblems } from "./helpers/checks.js";
 import { allowOnce, cancelCount, dataPartsTo, interruptsOf, postCancel, resumeInput, runErrorOf } from "./helpers/durable.js";
-import { postRaw, runWithHttpAgent, sessionEventOf, typesOf, type WireEvent } from "./helpers/e2e.js";
-import { LEASE_TTL_SECONDS, postRun, startReplicas, type Posted, type Replicas } from "./helpers/replicas.js";
-import { isTerminal } from "./helpers/sse.js";
+import { postRaw, runWithHttpAgent, sessionEventOf, typesOf } from "./helpers/e2e.js";
+import { LEASE_TTL_SECONDS, finishRun, postRun, startReplicas, type Posted, type Replicas } from "./helpers/replicas.js";
 
 let replicas: Replicas;
 
@@ -27,15 +25,6 @@ function turnsOn(threadId: string): number {
     const message = (r.params as { message?: { contextId?: string; taskId?: string } } | undefined)?.message;
     return r.method === "SendStreamingMessage" && message?.contextId === contextId && message.taskId === undefined;
   }).length;
-}
-
-/** Reads a stream to its end: schema-valid, well-formed, exactly one terminal event, the last. */
-async function finish(posted: Posted): Promise<WireEvent[]> {
-  expect(posted.status).toBe(200);
-  const events = await posted.live!.rest();
-  expect(streamProblems(events)).toEqual([]);
-  expect(events.filter(isTerminal)).toHaveLength(1);
-  return events;
 }
 
 /** A slow run's stream, read until its session is announced (the execution id a cancel needs). */
@@ -77,7 +66,7 @@ describe("admission across replicas", () => {
     const executionId = sessionEventOf(run.live!.events)["executionId"] as string;
     const winner = run.replica === "A" ? a.url : b.url;
     expect(await postCancel(winner, executionId, cancelBody(first.threadId))).toMatchObject({ status: 200, json: { status: "cancelled" } });
-    expect(runErrorOf(await finish(run)).code).toBe("CANCELLED");
+    expect(runErrorOf(await finishRun(run)).code).toBe("CANCELLED");
     const next = await runWithHttpAgent(run.replica === "A" ? b.url : a.url, replicas.input({ threadId: first.threadId, prompt: BRIEF }));
     expect(next.events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
     expect(turnsOn(first.threadId)).toBe(2);
@@ -87,7 +76,7 @@ describe("admission across replicas", () => {
     const { a, b } = replicas;
     // Raw POSTs: a replay is the same bytes (HttpAgent would add its own fields to the body).
     const done = replicas.input({ prompt: BRIEF });
-    const ran = await finish(await postRun(a.url, done));
+    const ran = await finishRun(await postRun(a.url, done));
     expect(ran.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
 
     expect(await postRaw(b.url, done)).toMatchObject({ status: 409, json: { error: { code: "DUPLICATE_RUN_ID" } } });
@@ -104,7 +93,7 @@ describe("admission across replicas", () => {
     const busy = await postRaw(b.url, replicas.input({ threadId: done.threadId }));
     expect(busy).toMatchObject({ status: 409, json: { error: { code: "THREAD_BUSY" } } });
     expect(await postCancel(a.url, slow.executionId, cancelBody(done.threadId))).toMatchObject({ status: 200 });
-    expect(runErrorOf(await finish(slow.posted)).code).toBe("CANCELLED");
+    expect(runErrorOf(await finishRun(slow.posted)).code).toBe("CANCELLED");
     // The cancelled run's id stays used, on both replicas.
     expect(await postRaw(b.url, slow.input)).toMatchObject({ status: 409, json: { error: { code: "DUPLICATE_RUN_ID" } } });
     expect(await postRaw(a.url, done)).toMatchObject({ status: 409, json: { error: { code: "DUPLICATE_RUN_ID" } } });
@@ -124,7 +113,7 @@ describe("an interrupt parked by a replica that was SIGKILLed", () => {
 
     // The same answer reaches both survivors at once (a client retrying elsewhere): the kernel gets it once.
     const both = await Promise.all([a.url, b.url].map((url) => postRun(url, resumeInput(input, [allowOnce(interrupt!.id)]))));
-    const streams = await Promise.all(both.filter((p) => p.status === 200).map(finish));
+    const streams = await Promise.all(both.filter((p) => p.status === 200).map(finishRun));
     const succeeded = streams.filter((events) => events.at(-1)?.type === "RUN_FINISHED");
     expect(succeeded).toHaveLength(1);
     expect(succeeded[0]!.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
@@ -151,7 +140,7 @@ describe("cancel across replicas", () => {
     const slow = await slowRun(a.url);
     const cancelled = await postCancel(b.url, slow.executionId, cancelBody(slow.input.threadId));
     expect(cancelled).toEqual({ status: 200, json: { executionId: slow.executionId, status: "cancelled" } });
-    const events = await finish(slow.posted);
+    const events = await finishRun(slow.posted);
     expect(runErrorOf(events).code).toBe("CANCELLED");
     expect(cancelCount(kernel, slow.taskId)).toBe(1);
     // Asked again, on either replica, it is over.
@@ -202,7 +191,7 @@ describe("a replica that dies mid-run", () => {
     expect(admitted, "admitted once the dead replica's lease expired").toBeDefined();
     // The lease was renewed at most a third of its TTL before the kill.
     expect(Date.now() - killedAt).toBeGreaterThanOrEqual((LEASE_TTL_SECONDS * 1000 * 2) / 3 - 100);
-    const events = await finish(admitted!);
+    const events = await finishRun(admitted!);
     expect(events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
     expect(cancelCount(kernel, slow.taskId)).toBe(1);
     expect(sessionEventOf(events)["taskId"]).not.toBe(slow.taskId);

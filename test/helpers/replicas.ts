@@ -9,7 +9,9 @@ import { expect } from "vitest";
 import { createDemoScript, startScriptedA2AServer, type ScriptItem, type ScriptedA2AServer, type TurnScript } from "../../src/demo/index.js";
 import { ensureCliBuilt, startCli, type CliGateway } from "./durable.js";
 import { liveSse, promptOf, runInput, slowTurn, type InputOverrides, type LiveSse } from "./e2e.js";
+import { streamProblems } from "./checks.js";
 import { startRedis, type RedisServer } from "./redis.js";
+import { isTerminal, type WireEvent } from "./sse.js";
 
 /** Short, so expiry is seen within a test; long enough that a busy 2-core machine renews in time (every third). */
 export const LEASE_TTL_SECONDS = 2;
@@ -97,6 +99,15 @@ export async function postRun(url: string, body: unknown): Promise<Posted> {
 }
 
 /** The stateStore part of GET /health. */
+/** Reads a stream to its end: schema-valid, well-formed, exactly one terminal event, the last. */
+export async function finishRun(posted: Posted): Promise<WireEvent[]> {
+  expect(posted.status).toBe(200);
+  const events = await posted.live!.rest();
+  expect(streamProblems(events)).toEqual([]);
+  expect(events.filter(isTerminal)).toHaveLength(1);
+  return events;
+}
+
 export async function storeHealth(url: string): Promise<{ kind: string; status: string }> {
   const response = await fetch(new URL("health", url));
   return ((await response.json()) as { stateStore: { kind: string; status: string } }).stateStore;
