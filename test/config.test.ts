@@ -556,9 +556,18 @@ describe("state store", () => {
       stateStore: "rediss://r.example:6380",
       redisPassword: "s3cret",
     });
-    for (const bad of ["http://127.0.0.1:6379", "127.0.0.1:6379", "redis://", "file:///tmp/x"]) {
+    for (const bad of ["http://127.0.0.1:6379", "127.0.0.1:6379", "file:///tmp/x", "redis://127.0.0.1:99999"]) {
       expect(() => loadConfig(["--state-store", bad], {}, HOME), bad).toThrow(/--state-store must be a redis:\/\/ or rediss:\/\/ URL/);
     }
+    // Beyond Redis's 16 databases SELECT fails and the client would go on in database 0.
+    for (const bad of ["redis://127.0.0.1:6379/16", "redis://127.0.0.1:6379/99", "redis://127.0.0.1/x"]) {
+      expect(() => loadConfig(["--state-store", bad], {}, HOME), bad).toThrow(/--state-store must name a database from 0 to 15/);
+    }
+    expect(() => loadConfig(["--state-store", "redis://"], {}, HOME)).toThrow(/--state-store must name a host/);
+    // A malformed password is refused without echoing it.
+    const malformed = () => loadConfig(["--state-store", "redis://:%zzsecret@127.0.0.1:6379"], {}, HOME);
+    expect(malformed).toThrow(/--state-store has a user name or password that is not valid percent-encoding/);
+    expect(malformed).not.toThrow(/zzsecret/);
     expect(() => loadConfig(["--lease-ttl", "0"], {}, HOME)).toThrow(/--lease-ttl must be a positive number of seconds/);
   });
 });

@@ -2,6 +2,7 @@
 // zod schema, flag parsing, env lookup, YAML keys and the --help text are all derived from it.
 import path from "node:path";
 import { z } from "zod";
+import { redisUrlProblem } from "../state/redis-url.js";
 
 /** How a string from argv or env is turned into a typed value before validation. */
 export type OptionKind = "string" | "path" | "port" | "seconds" | "count" | "boolean" | "pathList";
@@ -95,7 +96,10 @@ export const OPTIONS = {
   stateStore: option({
     kind: "string",
     schema: text()
-      .refine((value) => /^rediss?:\/\/[^\s]+$/i.test(value), "must be a redis:// or rediss:// URL.")
+      .superRefine((value, ctx) => {
+        const problem = redisUrlProblem(value);
+        if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
+      })
       .optional(),
     defaultText: "unset (files in the state directory)", emptyIsUnset: true,
     flag: "--state-store", env: ["IAC_CODE_AGUI_STATE_STORE"], yamlKey: "state_store", valueName: "URL",

@@ -16,6 +16,12 @@ export function runDigest(body: unknown): string {
   return createHash("sha256").update(canonicalJson(body), "utf8").digest("hex");
 }
 
+/**
+ * A follow-up turn can reach another replica before the run before it has given the thread back (its last
+ * write and the lease release come right after its terminal event): admission waits this long for it.
+ */
+const ADMISSION_CLAIM_WAIT_MS = 250;
+
 /** What a request brings to admission, checked and built before it (nothing invalid ever takes a run id). */
 interface Candidate {
   request: RunRequest;
@@ -27,7 +33,7 @@ interface Candidate {
   language: Language;
 }
 
-export function admitRun(
+export async function admitRun(
   context: RunContext,
   request: RunRequest,
   digest: string,
@@ -37,6 +43,7 @@ export function admitRun(
   language: Language,
 ): Promise<RunTicket> {
   const candidate: Candidate = { request, digest, cwd, parts, messageId, language };
+  await context.threads.awaitOthersRelease(request.threadId, ADMISSION_CLAIM_WAIT_MS);
   return context.threads.locked(request.threadId, async () => {
     if (!context.accepting) throw admission.shuttingDown();
     // With a shared store, a thread held by another replica (or by a run of ours) is only read: the run-id

@@ -18,44 +18,67 @@ export interface CancelRequest {
   rosInvocationId: string;
 }
 
-/** What a relayed cancel answers: the owner's outcome, or the code its cancel failed with (logged there). */
-export type CancelReply = { outcome: CancelOutcome } | { failed: string };
+/**
+ * What a relayed cancel answers: the owner's outcome, the code its cancel failed with (logged there), or that it
+ * no longer runs the thread (its run ended while the request travelled).
+ */
+export type CancelReply = { outcome: CancelOutcome } | { failed: string } | { notOwner: true };
 
 /** How long a replica waits for the owner of a thread to answer a relayed cancel. */
 export const RELAYED_CANCEL_TIMEOUT_MS = 10_000;
+/** A thread can change hands while a cancel is relayed; after this many hand-overs the cancel gives up. */
+const CANCEL_ATTEMPTS = 3;
 
 export async function cancelExecution(context: RunContext, cancel: CancelRequest): Promise<CancelOutcome> {
   const { threadId } = cancel;
   if (!context.threads.shared || context.activeRuns.has(threadId)) return cancelHere(context, cancel, false);
   return context.threads.locked(threadId, async () => {
-    let claim = await context.threads.claim(threadId);
-    // A run of ours was admitted since the check above: it is cancelled here, under the lock we hold.
-    if (!claim.claimed && claim.heldBy === context.threads.replicaId) return cancelLocked(context, cancel, false);
-    if (!claim.claimed && context.relay) {
-      const relayed = await context.relay.request(claim.heldBy, "cancel", cancel, RELAYED_CANCEL_TIMEOUT_MS);
-      if (relayed.answered) return outcomeOf(relayed.reply);
-      if (relayed.reason === "unavailable") throw admission.stateUnavailable();
-      if (relayed.reason !== "no-subscriber" && relayed.reason !== "timeout") {
-        context.logger.warn({ threadId, owner: claim.heldBy, reason: relayed.reason }, "a cancel could not be relayed to the replica holding the thread");
-        throw new RunError("A2A_UNAVAILABLE", messageText("a2a.unavailable"));
+    for (let attempt = 0; attempt < CANCEL_ATTEMPTS; attempt++) {
+      let claim = await context.threads.claim(threadId);
+      // A run of ours was admitted since the check above: it is cancelled here, under the lock we hold.
+      if (!claim.claimed && claim.heldBy === context.threads.replicaId) return cancelLocked(context, cancel, false);
+      if (!claim.claimed) {
+        const relayed = await relayCancel(context, claim.heldBy, cancel);
+        if (relayed !== "gone" && relayed !== "notOwner") return relayed;
+        // The owner let the thread go meanwhile: claim it ourselves. The owner is gone: take its lease over.
+        if (relayed === "notOwner") continue;
+        claim = await context.threads.claimFrom(threadId, claim.heldBy);
+        if (!claim.claimed) continue;
       }
-      context.logger.warn({ threadId, owner: claim.heldBy }, "the replica holding the thread did not answer a cancel: taking the thread over");
-      claim = await context.threads.claimFrom(threadId, claim.heldBy);
+      try {
+        return await cancelLocked(context, cancel, true);
+      } finally {
+        await context.threads.unclaim(threadId);
+      }
     }
-    if (!claim.claimed) throw new RunError("A2A_UNAVAILABLE", messageText("a2a.unavailable"));
-    try {
-      return await cancelLocked(context, cancel, true);
-    } finally {
-      await context.threads.unclaim(threadId);
-    }
+    throw new RunError("A2A_UNAVAILABLE", messageText("a2a.unavailable"));
   });
 }
 
-/** The owner's side of a relayed cancel. */
+/** Asks the replica holding the thread to cancel: its outcome, "notOwner", or "gone" (nobody listens, or no answer). */
+async function relayCancel(context: RunContext, owner: string, cancel: CancelRequest): Promise<CancelOutcome | "notOwner" | "gone"> {
+  if (!context.relay) return "gone";
+  const relayed = await context.relay.request(owner, "cancel", cancel, RELAYED_CANCEL_TIMEOUT_MS);
+  if (relayed.answered) return outcomeOf(relayed.reply);
+  if (relayed.reason === "unavailable") throw admission.stateUnavailable();
+  if (relayed.reason !== "no-subscriber" && relayed.reason !== "timeout") {
+    context.logger.warn({ threadId: cancel.threadId, owner, reason: relayed.reason }, "a cancel could not be relayed to the replica holding the thread");
+    throw new RunError("A2A_UNAVAILABLE", messageText("a2a.unavailable"));
+  }
+  context.logger.warn({ threadId: cancel.threadId, owner }, "the replica holding the thread did not answer a cancel: taking the thread over");
+  return "gone";
+}
+
+/**
+ * The owner's side of a relayed cancel: only a run of ours is ours to cancel (checked under the thread's lock,
+ * where a run cannot end meanwhile). Anything else — the run ended, a forged request — answers notOwner.
+ */
 export async function answerRelayedCancel(context: RunContext, payload: unknown): Promise<CancelReply> {
   if (!isCancelRequest(payload)) return { failed: "INVALID_INPUT" };
   try {
-    return { outcome: await cancelHere(context, payload, false) };
+    return await context.threads.locked(payload.threadId, async () =>
+      context.activeRuns.has(payload.threadId) ? { outcome: await cancelLocked(context, payload, false) } : { notOwner: true as const },
+    );
   } catch (error) {
     return { failed: error instanceof RunError ? error.code : "A2A_UNAVAILABLE" };
   }
@@ -99,8 +122,10 @@ function isCancelRequest(value: unknown): value is CancelRequest {
 }
 
 /** The owner's outcome; a cancel that failed there fails here as the upstream failure it was. */
-function outcomeOf(reply: unknown): CancelOutcome {
-  const outcome = (reply as { outcome?: unknown } | null)?.outcome;
+function outcomeOf(reply: unknown): CancelOutcome | "notOwner" {
+  const r = reply as { outcome?: unknown; notOwner?: unknown } | null;
+  if (r?.notOwner === true) return "notOwner";
+  const outcome = r?.outcome;
   if (outcome === "cancelled" || outcome === "already_terminal" || outcome === "not_found") return outcome;
   throw new RunError("A2A_UNAVAILABLE", messageText("a2a.unavailable"));
 }

@@ -185,13 +185,13 @@ function commitBeforeEmit(
 }
 
 /**
- * `frames`, failing with what `fail` rejects with once `lapsed` resolves: a replica whose claim on the thread
- * lapsed stops reading, since another replica may run the thread now.
+ * `frames`, failing with `failure()` once `lapsed` resolves: a replica whose claim on the thread lapsed stops
+ * reading, since another replica may run the thread now.
  */
-function failWhenLapsed<T>(frames: Observable<T>, lapsed: Promise<void>, fail: () => Promise<never>): Observable<T> {
+function failWhenLapsed<T>(frames: Observable<T>, lapsed: Promise<void>, failure: () => Error): Observable<T> {
   return new Observable<T>((subscriber) => {
     let live = true;
-    void lapsed.then(() => (live ? fail() : undefined)).catch((error: unknown) => live && subscriber.error(error));
+    void lapsed.then(() => live && subscriber.error(failure()));
     const subscription = frames.subscribe(subscriber);
     return () => {
       live = false;
@@ -200,11 +200,15 @@ function failWhenLapsed<T>(frames: Observable<T>, lapsed: Promise<void>, fail: (
   });
 }
 
-/** The run cannot write its state any more: its task is stopped and it ends like a failed durable write. */
-async function leaseLost(context: RunContext, ticket: RunTicket): Promise<never> {
+/**
+ * The run cannot write its state any more: it ends like a failed durable write, and its task is stopped once
+ * the run has stopped reading it (the kernel's CANCELED frame must not become the run's outcome).
+ */
+function leaseLost(context: RunContext, ticket: RunTicket): Error {
   ticket.logger.error("the thread's lease lapsed during the run: ending it");
-  await cancelUpstream(context, ticket.record);
-  throw new RunError("STATE_PERSISTENCE_FAILED", messageText("state.leaseLost"));
+  const stopping = cancelUpstream(context, ticket.record).finally(() => context.releasing.delete(stopping));
+  context.releasing.add(stopping);
+  return new RunError("STATE_PERSISTENCE_FAILED", messageText("state.leaseLost"));
 }
 
 /** Runs that end this way leave their A2A task running unless the gateway cancels it. */

@@ -67,17 +67,45 @@ export class ThreadRepository {
   async claim(threadId: string): Promise<ClaimResult> {
     const shared = this.shared;
     if (!shared) return { claimed: true };
-    let result: { token: string } | { heldBy: string };
+    let result = await this.acquire(shared, threadId);
+    if ("heldBy" in result && result.heldBy === this.replicaId && !this.claims.has(threadId)) {
+      // Ours, but no claim of ours: an acquire whose reply was lost (Redis stalled past the call's timeout) and
+      // that Redis carried out later. Nobody runs the thread under it: give it back and ask again.
+      const lease = await shared.readLease(threadId).catch(() => undefined);
+      if (lease?.ownerId === this.replicaId) await shared.breakLease(threadId, lease.token).catch(() => undefined);
+      result = await this.acquire(shared, threadId);
+    }
+    return "token" in result ? this.hold(threadId, result.token) : { claimed: false, heldBy: result.heldBy };
+  }
+
+  /**
+   * With a shared store, waits up to `waitMs` while another replica holds the thread: its run may have sent its
+   * last event and be about to give the thread back. Read-only, outside the thread's lock; errors are left to claim.
+   */
+  async awaitOthersRelease(threadId: string, waitMs: number): Promise<void> {
+    const shared = this.shared;
+    if (!shared) return;
+    const deadline = Date.now() + waitMs;
+    for (let pause = 10; ; pause = Math.min(pause * 2, 80)) {
+      const holder = await shared.leaseHolder(threadId).catch(() => undefined);
+      if (holder === undefined || holder === this.replicaId || Date.now() + pause > deadline) return;
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+
+  private async acquire(shared: SharedThreadStore, threadId: string): Promise<{ token: string } | { heldBy: string }> {
     try {
-      result = await shared.acquireLease(threadId, this.replicaId, this.leaseTtlMs);
+      return await shared.acquireLease(threadId, this.replicaId, this.leaseTtlMs);
     } catch (error) {
       this.options.logger.warn({ err: error, threadId }, "thread lease unavailable");
       throw admission.stateUnavailable();
     }
-    if ("heldBy" in result) return { claimed: false, heldBy: result.heldBy };
+  }
+
+  private hold(threadId: string, token: string): ClaimResult {
     let markLapsed!: () => void;
     const lapsed = new Promise<void>((resolve) => (markLapsed = resolve));
-    const claim: Claim = { token: result.token, renewedAt: Date.now(), lost: false, lapsed, markLapsed, timer: undefined as unknown as NodeJS.Timeout };
+    const claim: Claim = { token, renewedAt: Date.now(), lost: false, lapsed, markLapsed, timer: undefined as unknown as NodeJS.Timeout };
     claim.timer = setInterval(() => void this.renew(threadId, claim), Math.max(50, Math.floor(this.leaseTtlMs / 3)));
     claim.timer.unref();
     this.claims.set(threadId, claim);

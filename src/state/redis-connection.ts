@@ -3,6 +3,9 @@
 // time out when a connected server stops answering, and the client keeps reconnecting in the background.
 import { Redis, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
+import { parseRedisUrl, redactRedisUrl, redisUrlProblem } from "./redis-url.js";
+
+export { redactRedisUrl, redisUrlProblem } from "./redis-url.js";
 
 export type RedisReadiness = "ready" | "connecting" | "down";
 
@@ -38,6 +41,8 @@ const DEFAULT_ERROR_LOG_INTERVAL_MS = 10_000;
 const readinessOf = new WeakMap<Redis, () => RedisReadiness>();
 
 export function createRedisConnection(options: RedisConnectionOptions): Redis {
+  const problem = redisUrlProblem(options.url);
+  if (problem !== undefined) throw new Error(`the Redis URL ${problem.replace(/\.$/, "")}: ${redactRedisUrl(options.url)}`);
   const target = parseRedisUrl(options.url);
   const shownUrl = redactRedisUrl(options.url);
   const logger = options.logger.child({ redis: shownUrl, ...(options.name !== undefined && { redisConnection: options.name }) });
@@ -164,57 +169,6 @@ export async function closeRedisConnection(client: Redis, timeoutMs = 1_000): Pr
     clearTimeout(timer);
     client.disconnect();
   }
-}
-
-/** The URL as it may be logged: the password replaced by "***" and any query dropped (it could carry one too). */
-export function redactRedisUrl(url: string): string {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return "<invalid redis url>";
-  }
-  const auth = parsed.username !== "" || parsed.password !== "" ? `${parsed.username}${parsed.password !== "" ? ":***" : ""}@` : "";
-  return `${parsed.protocol}//${auth}${parsed.host}${parsed.pathname}`;
-}
-
-interface RedisTarget {
-  host: string;
-  port: number;
-  db: number;
-  username?: string;
-  password?: string;
-  tls: boolean;
-  /** For SNI: the host name, when it is not an IP address. */
-  servername?: string;
-}
-
-function parseRedisUrl(url: string): RedisTarget {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new Error(`not a redis:// or rediss:// URL: ${redactRedisUrl(url)}`);
-  }
-  if (parsed.protocol !== "redis:" && parsed.protocol !== "rediss:") {
-    throw new Error(`not a redis:// or rediss:// URL: ${redactRedisUrl(url)}`);
-  }
-  const host = parsed.hostname.replace(/^\[(.*)\]$/, "$1");
-  if (host === "") throw new Error(`the redis URL has no host: ${redactRedisUrl(url)}`);
-  const dbText = parsed.pathname.replace(/^\//, "");
-  const db = dbText === "" ? 0 : Number(dbText);
-  if (!Number.isInteger(db) || db < 0) throw new Error(`the redis URL's database is not a number: ${redactRedisUrl(url)}`);
-  const tls = parsed.protocol === "rediss:";
-  const isIp = /^[\d.]+$/.test(host) || host.includes(":");
-  return {
-    host,
-    port: parsed.port === "" ? 6379 : Number(parsed.port),
-    db,
-    ...(parsed.username !== "" && { username: decodeURIComponent(parsed.username) }),
-    ...(parsed.password !== "" && { password: decodeURIComponent(parsed.password) }),
-    tls,
-    ...(tls && !isIp && { servername: host }),
-  };
 }
 
 function errorMessage(error: unknown): string {

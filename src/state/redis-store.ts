@@ -255,8 +255,10 @@ export function ownerOfToken(token: string): string {
 }
 
 function parseVersion(text: string | undefined): number {
-  if (text === undefined || !VERSION_TEXT.test(text)) throw unavailable("the stored version is not a positive integer");
-  return Number(text);
+  const version = text !== undefined && VERSION_TEXT.test(text) ? Number(text) : Number.NaN;
+  // A version past 2^53 could not be compared exactly, nor written back as its successor.
+  if (!Number.isSafeInteger(version) || version >= Number.MAX_SAFE_INTEGER) throw unavailable("the stored version is not a positive integer");
+  return version;
 }
 
 function storedThreadId(text: unknown): string | undefined {

@@ -98,7 +98,6 @@ export async function postRun(url: string, body: unknown): Promise<Posted> {
   return { status: response.status, json: await response.json() };
 }
 
-/** The stateStore part of GET /health. */
 /** Reads a stream to its end: schema-valid, well-formed, exactly one terminal event, the last. */
 export async function finishRun(posted: Posted): Promise<WireEvent[]> {
   expect(posted.status).toBe(200);
@@ -108,6 +107,7 @@ export async function finishRun(posted: Posted): Promise<WireEvent[]> {
   return events;
 }
 
+/** The stateStore part of GET /health. */
 export async function storeHealth(url: string): Promise<{ kind: string; status: string }> {
   const response = await fetch(new URL("health", url));
   return ((await response.json()) as { stateStore: { kind: string; status: string } }).stateStore;
@@ -121,4 +121,11 @@ export async function eventually(check: () => Promise<boolean>, timeoutMs: numbe
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   return check().catch(() => false);
+}
+
+/** A replica's id in leases and on the relay, from its start-up log line. */
+export function replicaIdOf(gateway: CliGateway): string {
+  const id = /"replicaId":"([^"]+)"/.exec(gateway.stderr())?.[1];
+  expect(id, "the replica logs its id at start-up").toBeDefined();
+  return id!;
 }
