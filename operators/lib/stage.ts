@@ -4,10 +4,10 @@
 // a few items per frame at 100k frames a second. The semantics are those of the chained operators: a
 // throw in a stage is the error its downstream sees (wrapped by `wrap`), and once a stage has completed
 // or failed its downstream, nothing more reaches that downstream.
-import { Observable, type OperatorFunction } from "rxjs";
+import { Observable, type OperatorFunction, type Subscriber } from "rxjs";
 import { operatorObserver } from "./operate.js";
 
-/** Where a stage sends its output: the next stage, or the subscriber. */
+/** Where a stage sends its output: the next stage, or the subscriber. Call its methods on it (they are not bound). */
 export interface StageOutput<O> {
   next(item: O): void;
   error(error: unknown): void;
@@ -51,70 +51,135 @@ export function stageOperator<I, O>(stage: Stage<I, O>, wrap?: (thrown: unknown)
 export function fuseStages<I, O>(stages: readonly Stage<unknown, unknown>[], wrap: (thrown: unknown) => unknown = (thrown) => thrown): OperatorFunction<I, O> {
   return (source) =>
     new Observable<O>((subscriber) => {
-      const n = stages.length;
-      const handlers: StageHandlers<unknown>[] = new Array<StageHandlers<unknown>>(n);
-      // done[k]: stage k's input saw a completion or an error; nothing after it is read (what a stage
-      // emits after it completed its downstream is dropped there). done[n] is the subscriber's.
-      const done: boolean[] = new Array<boolean>(n + 1).fill(false);
-      let anyDone = false;
-
-      /** Into stage `to` (n: the subscriber) from stage `from` (-1: the source), unless an input on the way is done. */
-      const deliver = (from: number, to: number, item: unknown) => {
-        if (anyDone) for (let k = from + 1; k <= to; k++) if (done[k]) return;
-        if (to === n) return subscriber.next(item as O);
-        try {
-          handlers[to]!.next(item);
-        } catch (thrown) {
-          signal(to + 1, "error", wrap(thrown));
-        }
-      };
-
-      /** An error or a completion, into stage `k` (n: the subscriber); a stage without a handler passes it on. */
-      const signal = (k: number, kind: "error" | "complete", error?: unknown): void => {
-        if (done[k]) return;
-        done[k] = anyDone = true;
-        if (k === n) return kind === "error" ? subscriber.error(error) : subscriber.complete();
-        const handle = handlers[k]![kind];
-        if (!handle) return signal(k + 1, kind, error);
-        try {
-          if (kind === "error") handle(error);
-          else (handle as () => void)();
-        } catch (thrown) {
-          signal(k + 1, "error", wrap(thrown));
-        }
-      };
-
-      /** Stage k's output: each item to the first later stage that reads its type. */
-      const output = (k: number): StageOutput<unknown> => {
-        const routes = new Map<unknown, number>();
-        const route = (type: unknown): number => {
-          let to = k + 1;
-          while (to < n && handlers[to]!.reads !== undefined && !handlers[to]!.reads!.has(type)) to++;
-          routes.set(type, to);
-          return to;
-        };
-        // The next stage reads everything (or there is none): no lookup per item.
-        const direct = k + 1 === n || handlers[k + 1]!.reads === undefined;
-        return {
-          next: direct
-            ? (item) => deliver(k, k + 1, item)
-            : (item) => {
-                const type = (item as { type?: unknown } | null)?.type;
-                deliver(k, routes.get(type) ?? route(type), item);
-              },
-          error: (error) => signal(k + 1, "error", error),
-          complete: () => signal(k + 1, "complete"),
-        };
-      };
-
+      const chain = new FusedChain(subscriber as Subscriber<unknown>, stages.length, wrap);
       // Built from the last stage back: a stage may emit when it is set up, into the stages after it.
-      for (let k = n - 1; k >= 0; k--) handlers[k] = stages[k]!(output(k));
+      for (let k = stages.length - 1; k >= 0; k--) chain.handlers[k] = stages[k]!(new StageOut(chain, k));
+      chain.routes = routeTable(chain.handlers);
       return source.subscribe(
         operatorObserver<I>(subscriber, {
-          next: (item) => deliver(-1, 0, item),
-          error: (error) => signal(0, "error", error),
-          complete: () => signal(0, "complete"),
+          next: (item) => chain.deliver(-1, 0, item),
+          error: (error) => chain.signal(0, "error", error),
+          complete: () => chain.signal(0, "complete"),
         }),
       );
     });
+}
+
+/**
+ * One subscription of a fused chain. Classes rather than closures: an idle stream holds one of these and
+ * one small StageOut per stage, not three closures per stage.
+ */
+class FusedChain {
+  readonly handlers: StageHandlers<unknown>[];
+  /**
+   * done[k]: stage k's input saw a completion or an error; nothing after it is read (what a stage emits
+   * after it completed its downstream is dropped there). done[n] is the subscriber's.
+   */
+  readonly done: boolean[];
+  anyDone = false;
+  routes: RouteTable = new Map();
+
+  constructor(
+    readonly subscriber: Subscriber<unknown>,
+    readonly n: number,
+    readonly wrap: (thrown: unknown) => unknown,
+  ) {
+    this.handlers = new Array<StageHandlers<unknown>>(n);
+    this.done = new Array<boolean>(n + 1).fill(false);
+  }
+
+  /** Where an item of stage `from` goes when the next stage reads some types only: the first later stage that reads it (n: the subscriber). */
+  route(from: number, item: unknown): number {
+    const to = from + 1;
+    const type = (item as { type?: unknown } | null)?.type;
+    let row = this.routes.get(type);
+    if (row === undefined) this.routes.set(type, (row = new Int32Array(this.n).fill(-1)));
+    // Filled in as needed: while the chain is set up, only the stages after `from` exist.
+    if (row[from]! < 0) {
+      let next = to;
+      while (next < this.n && this.handlers[next]!.reads !== undefined && !this.handlers[next]!.reads!.has(type)) next++;
+      row[from] = next;
+    }
+    return row[from]!;
+  }
+
+  /** Into stage `to` (n: the subscriber) from stage `from` (-1: the source), unless an input on the way is done. */
+  deliver(from: number, to: number, item: unknown): void {
+    if (this.anyDone) for (let k = from + 1; k <= to; k++) if (this.done[k]) return;
+    if (to === this.n) return this.subscriber.next(item);
+    try {
+      this.handlers[to]!.next(item);
+    } catch (thrown) {
+      this.signal(to + 1, "error", this.wrap(thrown));
+    }
+  }
+
+  /** An error or a completion, into stage `k` (n: the subscriber); a stage without a handler passes it on. */
+  signal(k: number, kind: "error" | "complete", error?: unknown): void {
+    if (this.done[k]) return;
+    this.done[k] = this.anyDone = true;
+    if (k === this.n) return kind === "error" ? this.subscriber.error(error) : this.subscriber.complete();
+    const handle = this.handlers[k]![kind];
+    if (!handle) return this.signal(k + 1, kind, error);
+    try {
+      if (kind === "error") handle(error);
+      else (handle as () => void)();
+    } catch (thrown) {
+      this.signal(k + 1, "error", this.wrap(thrown));
+    }
+  }
+}
+
+/** Stage k's output. */
+class StageOut implements StageOutput<unknown> {
+  /** The next stage when it reads everything (or the subscriber after the last): no lookup per item. -1: route by type. */
+  private readonly to: number;
+
+  constructor(
+    private readonly chain: FusedChain,
+    private readonly k: number,
+  ) {
+    // The stages after k are already set up (the chain is built from the last back).
+    this.to = k + 1 === chain.n || chain.handlers[k + 1]!.reads === undefined ? k + 1 : -1;
+  }
+
+  next(item: unknown): void {
+    this.chain.deliver(this.k, this.to >= 0 ? this.to : this.chain.route(this.k, item), item);
+  }
+
+  error(error: unknown): void {
+    this.chain.signal(this.k + 1, "error", error);
+  }
+
+  complete(): void {
+    this.chain.signal(this.k + 1, "complete");
+  }
+}
+
+/** Per item type, the stage each stage's output of that type goes to. */
+type RouteTable = Map<unknown, Int32Array>;
+
+// Route tables depend only on the stages' `reads` sets (constants of their modules), so chains with the
+// same stages share one: an idle stream holds none of its own. A bounded memo, like normalizeState's.
+const READS_IDS = new WeakMap<ReadonlySet<unknown>, number>();
+const ROUTE_TABLES = new Map<string, RouteTable>();
+let nextReadsId = 0;
+
+function routeTable(handlers: readonly StageHandlers<unknown>[]): RouteTable {
+  let key = "";
+  for (const { reads } of handlers) {
+    if (reads === undefined) {
+      key += "*,";
+      continue;
+    }
+    let id = READS_IDS.get(reads);
+    if (id === undefined) READS_IDS.set(reads, (id = nextReadsId++));
+    key += `${id},`;
+  }
+  let table = ROUTE_TABLES.get(key);
+  if (table === undefined) {
+    if (ROUTE_TABLES.size >= 64) ROUTE_TABLES.clear();
+    ROUTE_TABLES.set(key, (table = new Map()));
+  }
+  return table;
 }
