@@ -10,7 +10,7 @@ import { threadFileStem } from "../src/state/thread-key.js";
 import { allowOnce, cancelCount, interruptsOf, resumeInput, runErrorOf } from "./helpers/durable.js";
 import { runWithHttpAgent, sessionEventOf } from "./helpers/e2e.js";
 import { silentLogger } from "./helpers/logger.js";
-import { finishRun, postRun, replicaIdOf, startReplicas, type Replicas } from "./helpers/replicas.js";
+import { finishRun, postRun, replicaIdOf, startReplicas, storeHealth, type Replicas } from "./helpers/replicas.js";
 
 let replicas: Replicas;
 let redis: ReturnType<typeof createRedisConnection>;
@@ -102,5 +102,24 @@ describe("leases", () => {
     expect(ran.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
     // The run's own lease went with its end, and the stray one did not come back.
     await expect.poll(() => redis.exists(leaseKey(input.threadId))).toBe(0);
+  }, 30_000);
+});
+
+describe("a Redis that is connected but does not answer", () => {
+  it("admissions are 503 STATE_UNAVAILABLE within the command timeout, /health says failing, and all is well once it answers", async () => {
+    const { a } = replicas;
+    replicas.redis.pause();
+    try {
+      const started = Date.now();
+      const refused = await postRun(a.url, replicas.input({ prompt: "hello" }));
+      expect(refused).toMatchObject({ status: 503, json: { error: { code: "STATE_UNAVAILABLE" } } });
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(await storeHealth(a.url)).toEqual({ kind: "redis", status: "failing" });
+    } finally {
+      replicas.redis.resume();
+    }
+    const ran = await finishRun(await postRun(a.url, replicas.input({ prompt: "hello" })));
+    expect(ran.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
+    expect(await storeHealth(a.url)).toEqual({ kind: "redis", status: "ready" });
   }, 30_000);
 });

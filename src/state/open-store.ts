@@ -48,7 +48,18 @@ export async function openStateStore(options: StateStoreOptions): Promise<Opened
     logger: options.logger,
   };
   const client = createRedisConnection({ ...connection, name: `agui-gateway ${replicaId}` });
-  const store = new RedisThreadStore({ client, observe: stateStoreObserver(options.metrics) });
+  // A connected Redis can still not answer (stopped, overloaded): the last operation's outcome says so.
+  let lastOkAt = 0;
+  let lastFailedAt = 0;
+  const record = stateStoreObserver(options.metrics);
+  const store = new RedisThreadStore({
+    client,
+    observe: (op, seconds, ok) => {
+      record(op, seconds, ok);
+      if (ok) lastOkAt = Date.now();
+      else lastFailedAt = Date.now();
+    },
+  });
   const relay = new RedisRelay({ ...connection, ownerId: replicaId, publisher: client });
   const shownUrl = redactRedisUrl(options.stateStore);
   if (await waitForRedisReady(client, REDIS_START_WAIT_MS)) options.logger.info({ stateStore: shownUrl, replicaId }, "thread state in Redis");
@@ -57,7 +68,10 @@ export async function openStateStore(options: StateStoreOptions): Promise<Opened
     store,
     replicaId,
     relay,
-    health: () => ({ kind: "redis", status: store.readiness() }),
+    health: () => {
+      const status = store.readiness();
+      return { kind: "redis", status: status === "ready" && lastFailedAt > lastOkAt ? "failing" : status };
+    },
     close: async () => {
       await relay.close();
       await closeRedisConnection(client);
