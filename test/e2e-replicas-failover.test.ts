@@ -1,7 +1,8 @@
 // Replicas that cannot reach a task's kernel, and a Redis that dies under running replicas (issue #17 items 3, 4
 // and 6): two gateway processes (the real CLI) on one redis-server and one scripted kernel, plus a third process
 // on a kernel of its own. The observer route works from any replica that can reach the task's kernel and says so
-// when it cannot; a resume that lands on such a replica is a prompt EXECUTION_LOST; with Redis gone admissions are
+// when it cannot; a resume that lands on such a replica is a prompt EXECUTION_LOST (the interrupt kept while the
+// replica that parked it still runs); with Redis gone admissions are
 // 503 STATE_UNAVAILABLE and a run that needs a durable write fails closed, and all of it works again after Redis
 // is back.
 import { createServer, request } from "node:http";
@@ -21,7 +22,7 @@ let elsewhere: CliGateway;
 
 beforeAll(async () => {
   replicas = await startReplicas();
-  ownKernel = await startScriptedA2AServer({ script: replicaScript() });
+  ownKernel = await startScriptedA2AServer({ script: replicaScript(), sessionRestore: true });
   elsewhere = await replicas.spawn(ownKernel.url);
 }, 120_000);
 
@@ -105,8 +106,8 @@ describe("the observer route on another replica", () => {
   }, 30_000);
 });
 
-describe("an interrupt resumed on a replica whose kernel cannot restore it", () => {
-  it("ends at once with RUN_ERROR EXECUTION_LOST; no kernel gets the answer", async () => {
+describe("an interrupt resumed on a replica whose kernel cannot resume it", () => {
+  it("while the replica that parked it runs: EXECUTION_LOST saying where it waits, the interrupt kept; answered there, it completes", async () => {
     const { a, kernel } = replicas;
     const input = replicas.input({ prompt: "deploy the stack" });
     const parked = await runWithHttpAgent(a.url, input);
@@ -114,23 +115,50 @@ describe("an interrupt resumed on a replica whose kernel cannot restore it", () 
     const taskId = sessionEventOf(parked.events)["taskId"] as string;
 
     const started = Date.now();
-    const lost = await runWithHttpAgent(elsewhere.url, resumeInput(input, [allowOnce(interrupt!.id)]));
-    expect(typesOf(lost.events)).toEqual(["RUN_STARTED", "RUN_ERROR"]);
-    expect(runErrorOf(lost.events)).toMatchObject({ code: "EXECUTION_LOST", message: "The A2A task to resume is unavailable." });
+    const refused = await runWithHttpAgent(elsewhere.url, resumeInput(input, [allowOnce(interrupt!.id)]));
+    expect(typesOf(refused.events)).toEqual(["RUN_STARTED", "RUN_ERROR"]);
+    expect(runErrorOf(refused.events)).toMatchObject({ code: "EXECUTION_LOST", message: expect.stringContaining("another replica") });
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(dataPartsTo(kernel, taskId)).toEqual([]);
     expect(rpcTo(ownKernel, taskId).filter((r) => r.method.startsWith("Send"))).toEqual([]);
+
+    const resumed = await runWithHttpAgent(a.url, resumeInput(input, [allowOnce(interrupt!.id)]));
+    expect(resumed.events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
+    expect(dataPartsTo(kernel, taskId)).toHaveLength(1);
   }, 30_000);
 
-  it("reaching the task's kernel but not its session is EXECUTION_LOST too, before any answer is sent", async () => {
-    const { a, kernel } = replicas;
+  it("once the replica that parked it is gone: a prompt EXECUTION_LOST, no kernel gets the answer, the thread is usable again", async () => {
+    const { kernel } = replicas;
+    const parking = await replicas.spawn();
+    const input = replicas.input({ prompt: "deploy the stack" });
+    const parked = await runWithHttpAgent(parking.url, input);
+    const [interrupt] = interruptsOf(parked.events);
+    const taskId = sessionEventOf(parked.events)["taskId"] as string;
+    await parking.kill("SIGKILL");
+
+    const started = Date.now();
+    const lost = await runWithHttpAgent(elsewhere.url, resumeInput(input, [allowOnce(interrupt!.id)]));
+    expect(typesOf(lost.events)).toEqual(["RUN_STARTED", "RUN_ERROR"]);
+    // Its kernel first says it cannot restore the session the interrupt waits in.
+    expect(runErrorOf(lost.events)).toMatchObject({ code: "EXECUTION_LOST", message: "The iac-code session to resume is unavailable." });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(dataPartsTo(kernel, taskId)).toEqual([]);
+    expect(rpcTo(ownKernel, taskId).filter((r) => r.method.startsWith("Send"))).toEqual([]);
+    const next = await runWithHttpAgent(elsewhere.url, replicas.input({ threadId: input.threadId, prompt: "hello again" }));
+    expect(next.events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
+  }, 30_000);
+
+  it("reaching the task's kernel but not its session (the parking replica gone) is EXECUTION_LOST too, before any answer is sent", async () => {
+    const { kernel } = replicas;
     const proxy = await kernelThatCannotRestore(kernel.url);
     try {
       const restoring = await replicas.spawn(proxy.url);
+      const parking = await replicas.spawn();
       const input = replicas.input({ prompt: "deploy the stack" });
-      const parked = await runWithHttpAgent(a.url, input);
+      const parked = await runWithHttpAgent(parking.url, input);
       const [interrupt] = interruptsOf(parked.events);
       const taskId = sessionEventOf(parked.events)["taskId"] as string;
+      await parking.kill("SIGKILL");
 
       const lost = await runWithHttpAgent(restoring.url, resumeInput(input, [allowOnce(interrupt!.id)]));
       expect(typesOf(lost.events)).toEqual(["RUN_STARTED", "RUN_ERROR"]);

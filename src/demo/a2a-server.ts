@@ -34,6 +34,11 @@ export interface ScriptedA2AServerOptions {
   announceResumedTask?: boolean;
   /** Serve HTTP/2 without TLS (prior knowledge) instead of HTTP/1.1. */
   http2?: boolean;
+  /**
+   * Serve iac-code's `POST /iac-code/session/ensure-restored` as a kernel whose sessions live in its memory:
+   * "current" for a session id one of its streams announced, 404 "not_found" for any other.
+   */
+  sessionRestore?: boolean;
 }
 
 export interface RecordedRequest {
@@ -153,10 +158,14 @@ export async function startScriptedA2AServer(options: ScriptedA2AServerOptions):
     const gone = (): boolean => res.destroyed || res.writableEnded;
     const write = (text: string) => (res as { write(text: string): boolean }).write(text);
     try {
-      if (!first.done) write(formatSSEEvent(first.value));
+      if (!first.done) {
+        rememberSession(first.value);
+        write(formatSSEEvent(first.value));
+      }
       while (!first.done && !gone()) {
         const next = await iterator.next();
         if (next.done || gone()) break;
+        rememberSession(next.value);
         write(formatSSEEvent(next.value));
       }
     } catch (err) {
@@ -169,10 +178,28 @@ export async function startScriptedA2AServer(options: ScriptedA2AServerOptions):
     }
   }
 
+  const sessions = new Set<string>();
+  function rememberSession(frame: JsonRpcEnvelope): void {
+    if (!options.sessionRestore) return;
+    const id = (frame.result as { statusUpdate?: { metadata?: { iac_code?: { iacCodeSessionId?: unknown } } } } | undefined)?.statusUpdate
+      ?.metadata?.iac_code?.iacCodeSessionId;
+    if (typeof id === "string") sessions.add(id);
+  }
+
   async function route(req: Req, res: Res): Promise<void> {
     const path = new URL(req.url ?? "/", "http://127.0.0.1").pathname;
     if (req.method === "POST" && path === "/") return handleRpc(req, res, await readRequestText(req, MAX_BODY_BYTES));
     if (!authorized(req)) return sendJson(res, 401, { error: "Unauthorized" });
+    if (options.sessionRestore && req.method === "POST" && path === "/iac-code/session/ensure-restored") {
+      let sessionId: unknown;
+      try {
+        sessionId = (JSON.parse(await readRequestText(req, MAX_BODY_BYTES)) as { sessionId?: unknown } | null)?.sessionId;
+      } catch {
+        return sendJson(res, 400, { error: "Bad Request" });
+      }
+      const known = typeof sessionId === "string" && sessions.has(sessionId);
+      return sendJson(res, known ? 200 : 404, { status: known ? "current" : "not_found" });
+    }
     if (req.method === "GET" && path === "/.well-known/agent-card.json" && card) {
       return sendJson(res, 200, AgentCard.toJSON(card));
     }

@@ -284,6 +284,15 @@ export const CATALOG = {
     de: "Die fortzusetzende iac-code-Sitzung ist nicht verfügbar.",
     fr: "La session iac-code à reprendre est indisponible.",
   },
+  "resume.parkedElsewhere": {
+    en: "The interrupt waits in the kernel of another replica, which is still running; this replica's kernel cannot resume it. The interrupt is kept: send the answer through the replica that holds it.",
+    zh: "该中断在另一个仍在运行的副本的内核中等待；本副本的内核无法恢复它。中断已保留：请通过持有它的副本发送答复。",
+    ja: "この割り込みは稼働中の別のレプリカのカーネルで待機しており、このレプリカのカーネルでは再開できません。割り込みは保持されています。保持しているレプリカ経由で回答を送信してください。",
+    pt: "A interrupção aguarda no kernel de outra réplica, que ainda está em execução; o kernel desta réplica não pode retomá-la. A interrupção foi mantida: envie a resposta pela réplica que a mantém.",
+    es: "La interrupción espera en el kernel de otra réplica, que sigue en ejecución; el kernel de esta réplica no puede reanudarla. La interrupción se conserva: envíe la respuesta a través de la réplica que la mantiene.",
+    de: "Die Unterbrechung wartet im Kernel einer anderen Replik, die noch läuft; der Kernel dieser Replik kann sie nicht fortsetzen. Die Unterbrechung bleibt erhalten: Senden Sie die Antwort über die Replik, die sie hält.",
+    fr: "L'interruption attend dans le noyau d'une autre réplique, toujours en marche ; le noyau de cette réplique ne peut pas la reprendre. L'interruption est conservée : envoyez la réponse via la réplique qui la détient.",
+  },
   "resume.alreadyApplied": {
     en: "The interrupt response has already been applied.",
     zh: "该中断响应已被应用。",

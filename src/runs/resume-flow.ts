@@ -31,6 +31,7 @@ export async function prepareResume(context: RunContext, ticket: RunTicket): Pro
     const recovery = plan.kind === "apply" ? await pipelineRecovery(context, record) : undefined;
     return { plan, ...(recovery && { recovery }) };
   } catch (error) {
+    if (error instanceof ParkedElsewhere) throw error;
     if (error instanceof RunError && (error.code === "EXECUTION_EXPIRED" || error.code === "EXECUTION_LOST") && execution.taskId !== null) {
       if (error.code === "EXECUTION_EXPIRED") await cancelUpstream(context, record);
       execution.pending = {};
@@ -65,19 +66,42 @@ async function checkTask(context: RunContext, ticket: RunTicket): Promise<A2ATas
   const taskId = record.execution.taskId!;
   if (record.iacCodeSessionId !== null) {
     const restored = await context.a2a.ensureSessionRestored({ cwd: record.cwd, sessionId: record.iacCodeSessionId, taskId });
-    if (restored === false) throw new RunError("EXECUTION_LOST", messageText("resume.sessionUnavailable"));
+    if (restored === false) throw await lostHere(context, record, messageText("resume.sessionUnavailable"));
   }
   let task: A2ATask;
   try {
     task = await context.a2a.getTask(taskId);
   } catch (error) {
-    if (isTaskNotFound(error)) throw new RunError("EXECUTION_LOST", messageText("resume.taskUnavailable"));
+    if (isTaskNotFound(error)) throw await lostHere(context, record, messageText("resume.taskUnavailable"));
     throw toRunError(error, "A2A_UNAVAILABLE");
   }
   if (task.id !== taskId || (task.contextId !== undefined && task.contextId !== "" && task.contextId !== record.contextId)) {
     throw new RunError("A2A_PROTOCOL_ERROR", messageText("a2a.taskMismatch"));
   }
   return task;
+}
+
+/** The interrupt waits in the kernel of a replica that still runs: refused here, and kept. */
+class ParkedElsewhere extends RunError {
+  constructor() {
+    super("EXECUTION_LOST", messageText("resume.parkedElsewhere"));
+  }
+}
+
+/** How long a resume waits to hear whether the replica that parked its task still runs. */
+const PARKED_BY_PING_TIMEOUT_MS = 2_000;
+
+/**
+ * EXECUTION_LOST for a task this replica's kernel cannot resume. With several replicas each beside its own kernel
+ * the task may be parked in another's: while that replica answers, the interrupt is not given up.
+ */
+async function lostHere(context: RunContext, record: ThreadRecord, english: string): Promise<RunError> {
+  const parkedBy = record.execution.parkedBy;
+  if (context.relay && parkedBy !== undefined && parkedBy !== context.threads.replicaId) {
+    const answer = await context.relay.request(parkedBy, "ping", {}, PARKED_BY_PING_TIMEOUT_MS);
+    if (answer.answered) return new ParkedElsewhere();
+  }
+  return new RunError("EXECUTION_LOST", english);
 }
 
 async function cancelByAnswer(context: RunContext, ticket: RunTicket): Promise<never> {

@@ -12,7 +12,8 @@ import {
   type AguiPipelineOptions,
   type PendingInterrupt,
 } from "../../operators/index.js";
-import type { FlowGate } from "../a2a/index.js";
+import type { FlowGate, PacedUpstream } from "../a2a/index.js";
+import type { ThreadRecord } from "../state/thread-store.js";
 import { localize, messageText, normalizeLanguage } from "../i18n/index.js";
 import { recordRun } from "../ops/metrics.js";
 import { putOwn, rememberTextSegment } from "../state/windows.js";
@@ -56,13 +57,6 @@ function runEvents(context: RunContext, ticket: RunTicket, flow: FlowGate, endin
       ...(request.parentRunId !== undefined && { parentRunId: request.parentRunId }),
       contextId: record.contextId,
       ...(resume && execution.taskId !== null && { taskId: execution.taskId }),
-      session: {
-        executionId: execution.executionId,
-        rosInvocationId: execution.rosInvocationId,
-        ...(record.iacCodeSessionId !== null && { sessionId: record.iacCodeSessionId }),
-        // A resume announces the session once the kernel accepted the answer (its first frame).
-        emitOn: resume ? "first-frame" : "ids",
-      },
       knownInterrupts: new Map(interruptsOf(execution.pending, translateFor).map((i) => [i.id, i])),
       openSteps: execution.pipelineOpenSteps,
       pipelineSequence: execution.pipelineSequence,
@@ -116,15 +110,18 @@ function runEvents(context: RunContext, ticket: RunTicket, flow: FlowGate, endin
       },
   };
   const lapsed = context.threads.claimLapsed(request.threadId);
+  // The session is read when the projection starts: a turn may have moved the thread to a new session first.
   const project = (frames: Observable<A2AStreamResponse>, applied: readonly string[]) =>
     (lapsed ? failWhenLapsed(frames, lapsed, () => leaseLost(context, ticket)) : frames).pipe(
-      createAguiPipeline({ ...pipeline, appliedInputIds: applied }),
+      createAguiPipeline({ ...pipeline, session: sessionOf(record, resume), appliedInputIds: applied }),
     );
   const events =
     ticket.kind === "reshow"
       ? project(of(pendingFrame(record)), appliedBefore)
       : ticket.kind === "turn"
-        ? project(turnFrames(upstream, ticket), appliedBefore)
+        ? context.threads.shared
+          ? defer(() => sessionHere(upstream, ticket)).pipe(concatMap(() => project(turnFrames(upstream, ticket), appliedBefore)))
+          : project(turnFrames(upstream, ticket), appliedBefore)
         : // The resume is planned (and refused) before its projection starts, so the projection knows which answers it applies.
           defer(() => prepareResume(context, ticket).then((prepared) => ({ prepared }), (error: unknown) => ({ error }))).pipe(
             concatMap((planned) =>
@@ -142,6 +139,32 @@ function runEvents(context: RunContext, ticket: RunTicket, flow: FlowGate, endin
       context.releasing.add(done);
     }),
   );
+}
+
+function sessionOf(record: ThreadRecord, resume: boolean): NonNullable<AguiPipelineOptions["session"]> {
+  return {
+    executionId: record.execution.executionId,
+    rosInvocationId: record.execution.rosInvocationId,
+    ...(record.iacCodeSessionId !== null && { sessionId: record.iacCodeSessionId }),
+    // A resume announces the session once the kernel accepted the answer (its first frame).
+    emitOn: resume ? "first-frame" : "ids",
+  };
+}
+
+/**
+ * With several replicas a thread can come to a kernel that never had its session (each replica beside a kernel of
+ * its own, the one before gone). When this kernel says it cannot restore the session, the thread goes on in a new
+ * one instead of failing every turn on the session identity; the old session's history stays with the old kernel.
+ * A kernel without the restore route, or one that does not answer, is left to the turn itself.
+ */
+async function sessionHere(upstream: PacedUpstream, ticket: RunTicket): Promise<void> {
+  const record = ticket.record;
+  const sessionId = record.iacCodeSessionId;
+  if (sessionId === null) return;
+  const restored = await upstream.ensureSessionRestored({ cwd: record.cwd, sessionId }).catch(() => "unsupported" as const);
+  if (restored !== false) return;
+  ticket.logger.warn({ sessionId }, "this replica's kernel does not have the thread's iac-code session: the thread goes on in a new one");
+  record.iacCodeSessionId = null;
 }
 
 /** Persist what `event` reveals before it is written; fail closed by cancelling the A2A task. */
@@ -165,6 +188,7 @@ function commitBeforeEmit(
     // Marked before the write, so a client that drops now does not cancel a run that is parking.
     ending.interrupted = true;
     record.execution.interruptedRunId = ticket.request.runId;
+    if (context.threads.shared) record.execution.parkedBy = context.threads.replicaId;
     // A re-show announces the pending set as it is: its synthetic frame lists the inputs as pending
     // permissions, which would otherwise mark them sideband and change how the answer is delivered.
     if (ticket.kind !== "reshow") for (const { input, interrupt } of parking) {

@@ -39,6 +39,8 @@ export class RunService {
       accepting: true,
     };
     options.relay?.onRequest("cancel", (payload) => answerRelayedCancel(this.context, payload));
+    // A resume on another replica asks whether we still run (our kernel may hold its parked task).
+    options.relay?.onRequest("ping", async () => ({ alive: true }));
   }
 
   get activeRunCount(): number {

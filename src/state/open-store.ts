@@ -52,6 +52,8 @@ export async function openStateStore(options: StateStoreOptions): Promise<Opened
   let lastOkAt = 0;
   let lastFailedAt = 0;
   const record = stateStoreObserver(options.metrics);
+  // A new connection starts with a clean slate.
+  client.on("ready", () => (lastFailedAt = 0));
   const store = new RedisThreadStore({
     client,
     observe: (op, seconds, ok) => {

@@ -28,6 +28,11 @@ export interface ExecutionRecord {
    * pins it). Cleared when a run is admitted; set again by the next interrupt.
    */
   interruptedRunId?: string;
+  /**
+   * With a shared store: the replica whose kernel holds the parked task. A resume that reaches a replica whose
+   * kernel does not know the task asks whether that one still runs before it gives the interrupt up.
+   */
+  parkedBy?: string;
 }
 
 export interface AppliedResumeDigest {

@@ -47,6 +47,7 @@ const storedExecution = z.strictObject({
   pipelineOpenSteps: z.array(nonEmptyString),
   pending,
   interruptedRunId: nonEmptyString.optional(),
+  parkedBy: nonEmptyString.max(256).optional(),
   textSnapshotDigests: z.array(digest).optional(),
 });
 

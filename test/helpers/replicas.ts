@@ -56,7 +56,8 @@ export async function startReplicas(): Promise<Replicas> {
   ensureCliBuilt();
   const children: CliGateway[] = [];
   const redis = await startRedis();
-  const kernel = await startScriptedA2AServer({ script: replicaScript() });
+  // A kernel like a newer iac-code: it answers session restores, for the sessions it has in memory.
+  const kernel = await startScriptedA2AServer({ script: replicaScript(), sessionRestore: true });
   const root = await mkdtemp(path.join(tmpdir(), "agui-replicas-"));
   const workspace = path.join(root, "ws-1");
   await mkdir(workspace);
