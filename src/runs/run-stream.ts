@@ -188,7 +188,8 @@ function commitBeforeEmit(
     // Marked before the write, so a client that drops now does not cancel a run that is parking.
     ending.interrupted = true;
     record.execution.interruptedRunId = ticket.request.runId;
-    if (context.threads.shared) record.execution.parkedBy = context.threads.replicaId;
+    // A re-show parks nothing in our kernel: the task stays wherever it was parked.
+    if (context.threads.shared && ticket.kind !== "reshow") record.execution.parkedBy = context.threads.replicaId;
     // A re-show announces the pending set as it is: its synthetic frame lists the inputs as pending
     // permissions, which would otherwise mark them sideband and change how the answer is delivered.
     if (ticket.kind !== "reshow") for (const { input, interrupt } of parking) {
