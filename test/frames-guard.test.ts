@@ -4,6 +4,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { FAST_GUARDS, STREAM_SCHEMAS, decodeStreamResult } from "../src/a2a/frames.js";
 import { a2aFrames } from "../marbles/harness.js";
+import { parseJson } from "../src/a2a/bodies.js";
+import { UPSTREAM_LIMITS } from "../src/a2a/limits.js";
 
 const odd = fc.oneof(fc.string(), fc.integer(), fc.boolean(), fc.constant(null), fc.constant([]), fc.dictionary(fc.string(), fc.string()));
 const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(fc.oneof(arb, odd), { nil: undefined });
@@ -48,5 +50,17 @@ describe("A2A frame fast guards", () => {
       expect(FAST_GUARDS[key](value)).toBe(true);
       expect(decodeStreamResult(frame)).toBe(frame);
     }
+  });
+});
+
+describe("parseJson's depth bound", () => {
+  const nested = (depth: number) => "[".repeat(depth) + "]".repeat(depth);
+  it("refuses a value nested deeper than the limit, and takes one at the limit", () => {
+    expect(() => parseJson(nested(UPSTREAM_LIMITS.maxDepth + 1))).toThrow();
+    expect(parseJson(nested(UPSTREAM_LIMITS.maxDepth))).toBeDefined();
+  });
+  it("takes a wide, shallow value with more brackets than the limit, and brackets inside strings", () => {
+    const wide = JSON.stringify({ items: Array.from({ length: 3 * UPSTREAM_LIMITS.maxDepth }, (_, i) => ({ i, text: "[{".repeat(5) })) });
+    expect(parseJson(wide)).toEqual(JSON.parse(wide));
   });
 });

@@ -24,8 +24,21 @@ export function parseJson(text: string): unknown {
   } catch {
     throw invalidFrame();
   }
-  if (nestsDeeperThan(value, UPSTREAM_LIMITS.maxDepth)) throw invalidFrame();
+  if (!opensAtMost(text, UPSTREAM_LIMITS.maxDepth) && nestsDeeperThan(value, UPSTREAM_LIMITS.maxDepth)) throw invalidFrame();
   return value;
+}
+
+/**
+ * A text with at most `limit` opening brackets cannot nest deeper than `limit` (brackets inside strings only add
+ * to the count): most frames are settled by this scan, cheaper than walking the parsed value.
+ */
+function opensAtMost(text: string, limit: number): boolean {
+  let opened = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if ((c === 0x7b || c === 0x5b) && ++opened > limit) return false;
+  }
+  return true;
 }
 
 export function tryParseJson(text: string): unknown {
