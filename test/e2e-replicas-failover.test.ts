@@ -106,23 +106,28 @@ describe("the observer route on another replica", () => {
   }, 30_000);
 });
 
+/** A deploy parked at its permission on `url`: the input, the interrupt and the parked task. */
+async function parkOn(url: string) {
+  const input = replicas.input({ prompt: "deploy the stack" });
+  const parked = await runWithHttpAgent(url, input);
+  const [interrupt] = interruptsOf(parked.events);
+  return { input, interrupt: interrupt!, taskId: sessionEventOf(parked.events)["taskId"] as string };
+}
+
 describe("an interrupt resumed on a replica whose kernel cannot resume it", () => {
   it("while the replica that parked it runs: EXECUTION_LOST saying where it waits, the interrupt kept; answered there, it completes", async () => {
     const { a, kernel } = replicas;
-    const input = replicas.input({ prompt: "deploy the stack" });
-    const parked = await runWithHttpAgent(a.url, input);
-    const [interrupt] = interruptsOf(parked.events);
-    const taskId = sessionEventOf(parked.events)["taskId"] as string;
+    const { input, interrupt, taskId } = await parkOn(a.url);
 
     const started = Date.now();
-    const refused = await runWithHttpAgent(elsewhere.url, resumeInput(input, [allowOnce(interrupt!.id)]));
+    const refused = await runWithHttpAgent(elsewhere.url, resumeInput(input, [allowOnce(interrupt.id)]));
     expect(typesOf(refused.events)).toEqual(["RUN_STARTED", "RUN_ERROR"]);
     expect(runErrorOf(refused.events)).toMatchObject({ code: "EXECUTION_LOST", message: expect.stringContaining("another replica") });
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(dataPartsTo(kernel, taskId)).toEqual([]);
     expect(rpcTo(ownKernel, taskId).filter((r) => r.method.startsWith("Send"))).toEqual([]);
 
-    const resumed = await runWithHttpAgent(a.url, resumeInput(input, [allowOnce(interrupt!.id)]));
+    const resumed = await runWithHttpAgent(a.url, resumeInput(input, [allowOnce(interrupt.id)]));
     expect(resumed.events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
     expect(dataPartsTo(kernel, taskId)).toHaveLength(1);
   }, 30_000);
@@ -130,14 +135,11 @@ describe("an interrupt resumed on a replica whose kernel cannot resume it", () =
   it("once the replica that parked it is gone: a prompt EXECUTION_LOST, no kernel gets the answer, the thread is usable again", async () => {
     const { kernel } = replicas;
     const parking = await replicas.spawn();
-    const input = replicas.input({ prompt: "deploy the stack" });
-    const parked = await runWithHttpAgent(parking.url, input);
-    const [interrupt] = interruptsOf(parked.events);
-    const taskId = sessionEventOf(parked.events)["taskId"] as string;
+    const { input, interrupt, taskId } = await parkOn(parking.url);
     await parking.kill("SIGKILL");
 
     const started = Date.now();
-    const lost = await runWithHttpAgent(elsewhere.url, resumeInput(input, [allowOnce(interrupt!.id)]));
+    const lost = await runWithHttpAgent(elsewhere.url, resumeInput(input, [allowOnce(interrupt.id)]));
     expect(typesOf(lost.events)).toEqual(["RUN_STARTED", "RUN_ERROR"]);
     // Its kernel first says it cannot restore the session the interrupt waits in.
     expect(runErrorOf(lost.events)).toMatchObject({ code: "EXECUTION_LOST", message: "The iac-code session to resume is unavailable." });
@@ -154,13 +156,10 @@ describe("an interrupt resumed on a replica whose kernel cannot resume it", () =
     try {
       const restoring = await replicas.spawn(proxy.url);
       const parking = await replicas.spawn();
-      const input = replicas.input({ prompt: "deploy the stack" });
-      const parked = await runWithHttpAgent(parking.url, input);
-      const [interrupt] = interruptsOf(parked.events);
-      const taskId = sessionEventOf(parked.events)["taskId"] as string;
+      const { input, interrupt, taskId } = await parkOn(parking.url);
       await parking.kill("SIGKILL");
 
-      const lost = await runWithHttpAgent(restoring.url, resumeInput(input, [allowOnce(interrupt!.id)]));
+      const lost = await runWithHttpAgent(restoring.url, resumeInput(input, [allowOnce(interrupt.id)]));
       expect(typesOf(lost.events)).toEqual(["RUN_STARTED", "RUN_ERROR"]);
       expect(runErrorOf(lost.events)).toMatchObject({ code: "EXECUTION_LOST", message: "The iac-code session to resume is unavailable." });
       expect(proxy.restoreCalls()).toBe(1);

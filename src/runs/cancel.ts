@@ -31,7 +31,7 @@ const CANCEL_ATTEMPTS = 3;
 
 export async function cancelExecution(context: RunContext, cancel: CancelRequest): Promise<CancelOutcome> {
   const { threadId } = cancel;
-  if (!context.threads.shared || context.activeRuns.has(threadId)) return cancelHere(context, cancel, false);
+  if (!context.threads.shared || context.activeRuns.has(threadId)) return cancelHere(context, cancel);
   return context.threads.locked(threadId, async () => {
     for (let attempt = 0; attempt < CANCEL_ATTEMPTS; attempt++) {
       let claim = await context.threads.claim(threadId);
@@ -84,15 +84,18 @@ export async function answerRelayedCancel(context: RunContext, payload: unknown)
   }
 }
 
-function cancelHere(context: RunContext, cancel: CancelRequest, takenOver: boolean): Promise<CancelOutcome> {
-  return context.threads.locked(cancel.threadId, () => cancelLocked(context, cancel, takenOver));
+function cancelHere(context: RunContext, cancel: CancelRequest): Promise<CancelOutcome> {
+  return context.threads.locked(cancel.threadId, () => cancelLocked(context, cancel, false));
 }
 
-/** `takenOver`: the thread's run lived on a replica that is gone; its task may be unknown to our kernel. */
-async function cancelLocked(context: RunContext, cancel: CancelRequest, takenOver: boolean): Promise<CancelOutcome> {
+/**
+ * `claimedHere`: the thread was claimed for this cancel from a shared store (no replica held it, or its holder is
+ * gone): its task may live in another replica's kernel, and its run is this cancel's to end — recovering it first
+ * would cancel it and answer "already_terminal".
+ */
+async function cancelLocked(context: RunContext, cancel: CancelRequest, claimedHere: boolean): Promise<CancelOutcome> {
   const { executionId, threadId, rosInvocationId } = cancel;
-  // A run taken over is this cancel's to end: recovering it first would cancel it and answer "already_terminal".
-  const record = takenOver ? await context.threads.load(threadId) : await loadRecovered(context, threadId);
+  const record = claimedHere ? await context.threads.load(threadId) : await loadRecovered(context, threadId);
   if (!record) return "not_found";
   const execution = record.execution;
   if (execution.executionId !== executionId) {
@@ -105,7 +108,7 @@ async function cancelLocked(context: RunContext, cancel: CancelRequest, takenOve
     try {
       await context.a2a.cancelTask(execution.taskId);
     } catch (error) {
-      if (!isTaskAlreadyTerminal(error) && !(takenOver && isTaskNotFound(error))) throw toRunError(error, "A2A_UNAVAILABLE");
+      if (!isTaskAlreadyTerminal(error) && !(claimedHere && isTaskNotFound(error))) throw toRunError(error, "A2A_UNAVAILABLE");
     }
   }
   execution.pending = {};

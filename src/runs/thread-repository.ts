@@ -4,14 +4,10 @@
 // replica's claims (leases) on threads: a claimed thread is ours to run and write, every write is a
 // compare-and-set on the version we read and is fenced by the claim, and only a claimed thread is cached.
 import type { Logger } from "pino";
-import { StateUnavailableError, type SharedThreadStore, type ThreadRecord, type ThreadStore } from "../state/thread-store.js";
+import { StateUnavailableError, isSharedThreadStore, type SharedThreadStore, type ThreadRecord, type ThreadStore } from "../state/thread-store.js";
 import { timeResult, type GatewayMetrics } from "../ops/metrics.js";
 import { admission } from "./errors.js";
 import { KeyedLock } from "./keyed-lock.js";
-
-function isSharedStore(store: ThreadStore): store is SharedThreadStore {
-  return store.shared === true;
-}
 
 export interface ThreadRepositoryOptions {
   store: ThreadStore;
@@ -50,7 +46,7 @@ export class ThreadRepository {
   private readonly versions = new WeakMap<ThreadRecord, number>();
 
   constructor(private readonly options: ThreadRepositoryOptions) {
-    this.shared = isSharedStore(options.store) ? options.store : undefined;
+    this.shared = isSharedThreadStore(options.store) ? options.store : undefined;
     this.replicaId = options.replicaId ?? "local";
     this.leaseTtlMs = options.leaseTtlMs ?? 30_000;
   }
@@ -170,11 +166,6 @@ export class ThreadRepository {
 
   forget(threadId: string): void {
     this.loaded.delete(threadId);
-  }
-
-  /** Whether ended runs leave their records loaded: not with a shared store, where another replica may change them. */
-  get keepsIdleThreads(): boolean {
-    return this.shared === undefined;
   }
 
   loadedRecords(): IterableIterator<ThreadRecord> {
