@@ -8,36 +8,15 @@ import { FileThreadStore, serializeThreadRecord, type FsLayer } from "../src/sta
 import { defaultStateDir, threadFileStem } from "../src/state/thread-key.js";
 import { StateUnavailableError, type ThreadRecord } from "../src/state/thread-store.js";
 import { assertStorable, parseThreadRecord } from "../src/state/validate.js";
+import { DIGEST_A, DIGEST_B, threadRecord } from "./helpers/thread-record.js";
 
-const DIGEST_A = "a".repeat(64);
-const DIGEST_B = "0123456789abcdef".repeat(4);
-
+/** The shared fixture with two open steps and one remembered run, as these tests were written against. */
 function record(threadId = "thread-1", overrides: Partial<ThreadRecord> = {}): ThreadRecord {
+  const base = threadRecord(threadId);
   return {
-    schemaVersion: 1,
-    threadId,
-    contextId: `agui-${"c".repeat(40)}`,
-    cwd: "/work/project",
-    userId: null,
-    iacCodeSessionId: "session-1",
-    execution: {
-      executionId: "2f0c6f0e-8d8a-4a57-9c4e-1d1d7f6f8b10",
-      rosInvocationId: "ros-1",
-      taskId: "task-1",
-      lastTaskId: null,
-      pipelineSequence: 3,
-      pipelineOpenSteps: ["step:evaluate_candidates", "candidate:cand-0:template_generating"],
-      pending: {
-        "input-1": {
-          value: { inputId: "input-1", kind: "permission", toolName: "deploy", title: "Deploy?", required: true },
-          sideband: false,
-          expiresAt: "2030-01-01T00:00:00.000Z",
-        },
-      },
-    },
+    ...base,
+    execution: { ...base.execution, pipelineOpenSteps: ["step:evaluate_candidates", "candidate:cand-0:template_generating"] },
     runDigests: [{ runId: "run-1", digest: DIGEST_A }],
-    appliedResumeDigests: [{ executionId: "exec-0", interruptId: "input-0", digest: DIGEST_B }],
-    terminalExecutionIds: ["exec-0"],
     ...overrides,
   };
 }
