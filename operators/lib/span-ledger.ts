@@ -6,44 +6,45 @@ import type { AguiEvent } from "../types.js";
 type Spanned = { type: string; messageId?: string; toolCallId?: string; stepName?: string };
 
 export class SpanLedger {
-  private readonly text = new Set<string>();
-  private readonly reasoningSpans = new Set<string>();
-  private readonly reasoningMessages = new Set<string>();
-  private readonly tools = new Set<string>();
-  private readonly steps = new Set<string>();
+  // Made on first use: an idle stream (hours at a permission) holds none of them.
+  private text: Set<string> | undefined;
+  private reasoningSpans: Set<string> | undefined;
+  private reasoningMessages: Set<string> | undefined;
+  private tools: Set<string> | undefined;
+  private steps: Set<string> | undefined;
 
   /** Records what `event` opens or closes; true for a terminal event (RUN_FINISHED, RUN_ERROR). */
   track(event: Spanned): boolean {
     switch (event.type) {
       case EventType.TEXT_MESSAGE_START:
-        this.text.add(event.messageId!);
+        (this.text ??= new Set()).add(event.messageId!);
         break;
       case EventType.TEXT_MESSAGE_END:
-        this.text.delete(event.messageId!);
+        this.text?.delete(event.messageId!);
         break;
       case EventType.REASONING_START:
-        this.reasoningSpans.add(event.messageId!);
+        (this.reasoningSpans ??= new Set()).add(event.messageId!);
         break;
       case EventType.REASONING_END:
-        this.reasoningSpans.delete(event.messageId!);
+        this.reasoningSpans?.delete(event.messageId!);
         break;
       case EventType.REASONING_MESSAGE_START:
-        this.reasoningMessages.add(event.messageId!);
+        (this.reasoningMessages ??= new Set()).add(event.messageId!);
         break;
       case EventType.REASONING_MESSAGE_END:
-        this.reasoningMessages.delete(event.messageId!);
+        this.reasoningMessages?.delete(event.messageId!);
         break;
       case EventType.TOOL_CALL_START:
-        this.tools.add(event.toolCallId!);
+        (this.tools ??= new Set()).add(event.toolCallId!);
         break;
       case EventType.TOOL_CALL_END:
-        this.tools.delete(event.toolCallId!);
+        this.tools?.delete(event.toolCallId!);
         break;
       case EventType.STEP_STARTED:
-        this.steps.add(event.stepName!);
+        (this.steps ??= new Set()).add(event.stepName!);
         break;
       case EventType.STEP_FINISHED:
-        this.steps.delete(event.stepName!);
+        this.steps?.delete(event.stepName!);
         break;
       case EventType.RUN_FINISHED:
       case EventType.RUN_ERROR:
@@ -56,18 +57,15 @@ export class SpanLedger {
   close(timestamp: number | undefined): AguiEvent[] {
     const at = timestamp === undefined ? {} : { timestamp };
     const out: AguiEvent[] = [];
-    for (const id of [...new Set([...this.reasoningMessages, ...this.reasoningSpans])].sort()) {
-      if (this.reasoningMessages.has(id)) out.push({ type: EventType.REASONING_MESSAGE_END, messageId: id, ...at } as AguiEvent);
-      if (this.reasoningSpans.has(id)) out.push({ type: EventType.REASONING_END, messageId: id, ...at } as AguiEvent);
+    const sorted = (open: Set<string> | undefined) => (open === undefined ? [] : [...open].sort());
+    for (const id of [...new Set([...sorted(this.reasoningMessages), ...sorted(this.reasoningSpans)])].sort()) {
+      if (this.reasoningMessages?.has(id)) out.push({ type: EventType.REASONING_MESSAGE_END, messageId: id, ...at } as AguiEvent);
+      if (this.reasoningSpans?.has(id)) out.push({ type: EventType.REASONING_END, messageId: id, ...at } as AguiEvent);
     }
-    for (const id of [...this.tools].sort()) out.push({ type: EventType.TOOL_CALL_END, toolCallId: id, ...at } as AguiEvent);
-    for (const id of [...this.text].sort()) out.push({ type: EventType.TEXT_MESSAGE_END, messageId: id, ...at } as AguiEvent);
-    for (const name of [...this.steps].sort()) out.push({ type: EventType.STEP_FINISHED, stepName: name, ...at } as AguiEvent);
-    this.reasoningMessages.clear();
-    this.reasoningSpans.clear();
-    this.tools.clear();
-    this.text.clear();
-    this.steps.clear();
+    for (const id of sorted(this.tools)) out.push({ type: EventType.TOOL_CALL_END, toolCallId: id, ...at } as AguiEvent);
+    for (const id of sorted(this.text)) out.push({ type: EventType.TEXT_MESSAGE_END, messageId: id, ...at } as AguiEvent);
+    for (const name of sorted(this.steps)) out.push({ type: EventType.STEP_FINISHED, stepName: name, ...at } as AguiEvent);
+    this.reasoningMessages = this.reasoningSpans = this.tools = this.text = this.steps = undefined;
     return out;
   }
 }
