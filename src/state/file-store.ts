@@ -7,8 +7,8 @@ import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { threadFileStem } from "./thread-key.js";
 import { StateUnavailableError, type ThreadRecord, type ThreadStore } from "./thread-store.js";
-import { assertStorable, parseThreadRecord } from "./validate.js";
-import { serializeThreadRecord } from "./record-text.js";
+import { assertStorable } from "./validate.js";
+import { decodeRecordText, parseRecordText, serializeThreadRecord, stateUnavailable, threadIdOfText } from "./record-text.js";
 import { errnoCode } from "../errno.js";
 
 // Its home was this file; importers keep working.
@@ -71,22 +71,16 @@ export class FileThreadStore implements ThreadStore {
     let text: string;
     try {
       const info = await this.fs.lstat(file);
-      if (info.isSymbolicLink()) throw unavailable("the thread file is a symlink");
-      if (!info.isFile()) throw unavailable("the thread file is not a regular file");
+      if (info.isSymbolicLink()) throw stateUnavailable("the thread file is a symlink");
+      if (!info.isFile()) throw stateUnavailable("the thread file is not a regular file");
       text = await this.readRegularFile(file);
     } catch (error) {
       if (errnoCode(error) === "ENOENT") return undefined;
       if (error instanceof StateUnavailableError) throw error;
-      if (errnoCode(error) === "ELOOP") throw unavailable("the thread file is a symlink", error);
-      throw unavailable(`the thread file cannot be read (${errnoCode(error) ?? "error"})`, error);
+      if (errnoCode(error) === "ELOOP") throw stateUnavailable("the thread file is a symlink", error);
+      throw stateUnavailable(`the thread file cannot be read (${errnoCode(error) ?? "error"})`, error);
     }
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch (error) {
-      throw unavailable("the thread file is not valid JSON", error);
-    }
-    return parseThreadRecord(json, threadId);
+    return parseRecordText(text, threadId, "the thread file");
   }
 
   /** Ids are read from the files (a stem may be a hash); temp files and unreadable files are skipped. */
@@ -104,8 +98,8 @@ export class FileThreadStore implements ThreadStore {
       try {
         const info = await this.fs.lstat(path.join(this.threadsDir, name));
         if (!info.isFile()) continue;
-        const json = JSON.parse(await this.readRegularFile(path.join(this.threadsDir, name))) as { threadId?: unknown };
-        if (typeof json.threadId === "string" && `${threadFileStem(json.threadId)}.json` === name) ids.push(json.threadId);
+        const threadId = threadIdOfText(await this.readRegularFile(path.join(this.threadsDir, name)));
+        if (threadId !== undefined && `${threadFileStem(threadId)}.json` === name) ids.push(threadId);
       } catch {
         // Unreadable or foreign: load() reports it when that thread is used.
       }
@@ -152,15 +146,10 @@ export class FileThreadStore implements ThreadStore {
     const handle = await this.fs.open(file, READ_FLAGS);
     try {
       const info = await handle.stat();
-      if (!info.isFile()) throw unavailable("the thread file is not a regular file");
+      if (!info.isFile()) throw stateUnavailable("the thread file is not a regular file");
       // Tighten a loosened mode like the reference does; a read-only state dir must still be readable.
       if ((info.mode & 0o777) !== FILE_MODE) await handle.chmod(FILE_MODE).catch(() => undefined);
-      const bytes = await this.fs.readFile(handle);
-      try {
-        return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-      } catch (error) {
-        throw unavailable("the thread file is not valid UTF-8", error);
-      }
+      return decodeRecordText(await this.fs.readFile(handle), "the thread file");
     } finally {
       await handle.close().catch(() => undefined);
     }
@@ -182,8 +171,4 @@ export class FileThreadStore implements ThreadStore {
       await handle.close().catch(() => undefined);
     }
   }
-}
-
-function unavailable(reason: string, cause?: unknown): StateUnavailableError {
-  return new StateUnavailableError(`thread state is unavailable: ${reason}`, cause === undefined ? undefined : { cause });
 }

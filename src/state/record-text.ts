@@ -1,5 +1,42 @@
 // The one text form of a thread record, shared by every durable store so a record moves between them byte for byte.
-import type { ThreadRecord } from "./thread-store.js";
+import { StateUnavailableError, type ThreadRecord } from "./thread-store.js";
+import { parseThreadRecord } from "./validate.js";
+
+/** Refusing a stored thread: that thread alone answers 503 STATE_UNAVAILABLE. */
+export function stateUnavailable(reason: string, cause?: unknown): StateUnavailableError {
+  return new StateUnavailableError(`thread state is unavailable: ${reason}`, cause === undefined ? undefined : { cause });
+}
+
+/** Stored bytes as text; `what` names them in the refusal ("the thread file", "the stored record"). */
+export function decodeRecordText(bytes: Uint8Array, what: string): string {
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch (error) {
+    throw stateUnavailable(`${what} is not valid UTF-8`, error);
+  }
+}
+
+/** A stored text back to the record of `threadId`, checked like every record a store reads. */
+export function parseRecordText(text: string, threadId: string, what: string): ThreadRecord {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw stateUnavailable(`${what} is not valid JSON`, error);
+  }
+  return parseThreadRecord(json, threadId);
+}
+
+/** The thread a stored text names, when it is JSON at all (listing a store's threads; load() judges the rest). */
+export function threadIdOfText(text: unknown): string | undefined {
+  if (typeof text !== "string") return undefined;
+  try {
+    const threadId = (JSON.parse(text) as { threadId?: unknown } | null)?.threadId;
+    return typeof threadId === "string" ? threadId : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * A stored thread's text (the file store's file, the Redis store's `record` field): two-space indented JSON with

@@ -13,7 +13,7 @@ import {
   type RedisConnectionOptions,
   type RedisReadiness,
 } from "./redis-connection.js";
-import { serializeThreadRecord } from "./record-text.js";
+import { decodeRecordText, parseRecordText, serializeThreadRecord, stateUnavailable, threadIdOfText } from "./record-text.js";
 import { threadFileStem } from "./thread-key.js";
 import {
   LeaseLostError,
@@ -25,7 +25,7 @@ import {
   type VersionedThreadRecord,
 } from "./thread-store.js";
 import { SCRIPTS, type ScriptName } from "./redis-scripts.js";
-import { assertStorable, parseThreadRecord } from "./validate.js";
+import { assertStorable } from "./validate.js";
 
 export { LeaseLostError, StaleRecordError };
 
@@ -98,21 +98,9 @@ export class RedisThreadStore implements SharedThreadStore {
     return this.timed("load", async () => {
       const [recordBytes, versionBytes] = await this.client.hmgetBuffer(this.threadKey(threadId), "record", "version");
       if (recordBytes == null && versionBytes == null) return undefined;
-      if (recordBytes == null) throw unavailable("the stored thread has a version but no record");
+      if (recordBytes == null) throw stateUnavailable("the stored thread has a version but no record");
       const version = parseVersion(versionBytes?.toString("latin1"));
-      let text: string;
-      try {
-        text = new TextDecoder("utf-8", { fatal: true }).decode(recordBytes);
-      } catch (error) {
-        throw unavailable("the stored record is not valid UTF-8", error);
-      }
-      let json: unknown;
-      try {
-        json = JSON.parse(text);
-      } catch (error) {
-        throw unavailable("the stored record is not valid JSON", error);
-      }
-      return { record: parseThreadRecord(json, threadId), version };
+      return { record: parseRecordText(decodeRecordText(recordBytes, "the stored record"), threadId, "the stored record"), version };
     });
   }
 
@@ -150,7 +138,7 @@ export class RedisThreadStore implements SharedThreadStore {
         const replies = (await pipeline.exec()) ?? [];
         keys.forEach((key, i) => {
           const [error, text] = replies[i] ?? [null, null];
-          const threadId = error ? undefined : storedThreadId(text);
+          const threadId = error ? undefined : threadIdOfText(text);
           if (threadId !== undefined && this.threadKey(threadId) === key) ids.push(threadId);
         });
       } while (cursor !== "0");
@@ -218,7 +206,7 @@ export class RedisThreadStore implements SharedThreadStore {
         case -1:
           throw new LeaseLostError(`the lease on thread ${threadId} is no longer held by this token`);
         default:
-          throw unavailable("the stored version is not a positive integer");
+          throw stateUnavailable("the stored version is not a positive integer");
       }
     });
   }
@@ -243,7 +231,7 @@ export class RedisThreadStore implements SharedThreadStore {
       const answered = error instanceof StaleRecordError || error instanceof LeaseLostError;
       report(answered);
       if (answered || error instanceof StateUnavailableError) throw error;
-      throw unavailable(`redis ${op} failed (${error instanceof Error ? error.message : String(error)})`, error);
+      throw stateUnavailable(`redis ${op} failed (${error instanceof Error ? error.message : String(error)})`, error);
     }
   }
 }
@@ -257,18 +245,8 @@ export function ownerOfToken(token: string): string {
 function parseVersion(text: string | undefined): number {
   const version = text !== undefined && VERSION_TEXT.test(text) ? Number(text) : Number.NaN;
   // A version past 2^53 could not be compared exactly, nor written back as its successor.
-  if (!Number.isSafeInteger(version) || version >= Number.MAX_SAFE_INTEGER) throw unavailable("the stored version is not a positive integer");
+  if (!Number.isSafeInteger(version) || version >= Number.MAX_SAFE_INTEGER) throw stateUnavailable("the stored version is not a positive integer");
   return version;
-}
-
-function storedThreadId(text: unknown): string | undefined {
-  if (typeof text !== "string") return undefined;
-  try {
-    const json = JSON.parse(text) as { threadId?: unknown } | null;
-    return typeof json?.threadId === "string" ? json.threadId : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 function checkTtl(ttlMs: number): void {
@@ -278,8 +256,4 @@ function checkTtl(ttlMs: number): void {
 /** SCAN's MATCH is a glob: a prefix with *, ?, [ or \ must match only itself. */
 function escapeGlob(text: string): string {
   return text.replace(/[*?[\]\\]/g, "\\$&");
-}
-
-function unavailable(reason: string, cause?: unknown): StateUnavailableError {
-  return new StateUnavailableError(`thread state is unavailable: ${reason}`, cause === undefined ? undefined : { cause });
 }

@@ -1,8 +1,8 @@
 // Per-thread protocol state: the binding of an AG-UI thread to its A2A context and workspace, the
 // current execution, pending interrupts and idempotency data. Never message text or secrets.
 import type { InputValue } from "../../operators/index.js";
-import { serializeThreadRecord } from "./record-text.js";
-import { assertStorable, parseThreadRecord } from "./validate.js";
+import { parseRecordText, serializeThreadRecord, threadIdOfText } from "./record-text.js";
+import { assertStorable } from "./validate.js";
 
 export interface PendingEntry {
   /** The allowlist-filtered A2A input the interrupt was built from. */
@@ -160,14 +160,7 @@ export class MemoryThreadStore implements ThreadStore {
 
   async load(threadId: string): Promise<ThreadRecord | undefined> {
     const text = this.threads.get(threadId);
-    if (text === undefined) return undefined;
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch (error) {
-      throw new StateUnavailableError("thread state is unavailable: the stored record is not valid JSON", { cause: error });
-    }
-    return parseThreadRecord(json, threadId);
+    return text === undefined ? undefined : parseRecordText(text, threadId, "the stored record");
   }
 
   async save(record: ThreadRecord): Promise<void> {
@@ -181,14 +174,6 @@ export class MemoryThreadStore implements ThreadStore {
 
   /** Like the file store, skips a record that is not JSON or names another thread. */
   async threadIds(): Promise<string[]> {
-    return [...this.threads].filter(([threadId, text]) => storedThreadId(text) === threadId).map(([threadId]) => threadId);
-  }
-}
-
-function storedThreadId(text: string): unknown {
-  try {
-    return (JSON.parse(text) as { threadId?: unknown } | null)?.threadId;
-  } catch {
-    return undefined;
+    return [...this.threads].filter(([threadId, text]) => threadIdOfText(text) === threadId).map(([threadId]) => threadId);
   }
 }
