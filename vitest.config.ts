@@ -5,6 +5,10 @@ import { defineConfig } from "vitest/config";
 // for a user. Only those files: the others' demo turns carry no interrupt and would just take longer.
 const SHIPPED_PACING_FILES = ["test/e2e-resume.test.ts", "test/e2e-pipeline.test.ts"];
 
+// Files that time the gateway under a flood (/health within 1 s while 100 bodies upload): they run after every
+// other file, alone, so the replica suites' processes do not share the 2 cores with them.
+const LOAD_TIMED_FILES = ["test/flood.test.ts"];
+
 // The Redis state-store tests start real redis-servers; this setup makes sure the binary exists (issue #17).
 const REDIS_GLOBAL_SETUP = "test/helpers/redis-global-setup.ts";
 
@@ -25,8 +29,13 @@ export default defineConfig({
         test: {
           name: "default",
           include: ["marbles/**/*.spec.ts", "test/**/*.test.ts", "examples/**/*.test.ts"],
+          exclude: ["test/interop/**", "node_modules/**", ...LOAD_TIMED_FILES],
           globalSetup: [REDIS_GLOBAL_SETUP],
         },
+      },
+      {
+        extends: true,
+        test: { name: "load-timed", include: LOAD_TIMED_FILES, sequence: { groupOrder: 1 } },
       },
       {
         extends: true,
