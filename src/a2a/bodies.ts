@@ -30,14 +30,13 @@ export function parseJson(text: string): unknown {
 
 /**
  * A text with at most `limit` opening brackets cannot nest deeper than `limit` (brackets inside strings only add
- * to the count): most frames are settled by this scan, cheaper than walking the parsed value.
+ * to the count): most frames are settled by this scan, cheaper than walking the parsed value. indexOf, not a
+ * charCodeAt loop: the loop, inlined into eventsource-parser's line loop, cost more than the JSON.parse before it.
  */
 function opensAtMost(text: string, limit: number): boolean {
   let opened = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if ((c === 0x7b || c === 0x5b) && ++opened > limit) return false;
-  }
+  for (let i = text.indexOf("{"); i !== -1; i = text.indexOf("{", i + 1)) if (++opened > limit) return false;
+  for (let i = text.indexOf("["); i !== -1; i = text.indexOf("[", i + 1)) if (++opened > limit) return false;
   return true;
 }
 

@@ -96,7 +96,13 @@ export function decodeStreamResult(result: unknown): A2AStreamResponse {
   if (!FAST_GUARDS[found](payload) && !streamPayloads[found].safeParse(payload).success) throw invalidFrame();
   assertInputLimits(payload);
   assertIdLimits(found, payload);
-  return (Object.keys(result).length === 1 ? result : { [found]: payload }) as A2AStreamResponse;
+  return (hasOnlyKey(result, found) ? result : { [found]: payload }) as A2AStreamResponse;
+}
+
+// Not Object.keys(…).length: that allocates an array for every frame.
+function hasOnlyKey(value: Record<string, unknown>, only: string): boolean {
+  for (const key in value) if (key !== only) return false;
+  return true;
 }
 
 const isString = (x: unknown) => x === undefined || typeof x === "string";

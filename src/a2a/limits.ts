@@ -95,28 +95,38 @@ export function assertInputLimits(payload: unknown): void {
  */
 export function assertIdLimits(key: string, payload: unknown): void {
   if (!isObject(payload)) return;
-  const ids: unknown[] = [];
-  const messages: unknown[] = key === "message" ? [payload] : [];
-  const status = payload.status;
-  if (isObject(status)) messages.push(status.message);
-  if (Array.isArray(payload.history)) messages.push(...payload.history);
-  for (const message of messages) if (isObject(message)) ids.push(message.messageId);
+  if (key === "message") assertMessageId(payload);
+  if (isObject(payload.status)) assertMessageId(payload.status.message);
+  if (Array.isArray(payload.history)) for (const message of payload.history) assertMessageId(message);
   const iac = iacCodeOf(payload);
-  if (iac) {
-    if (isObject(iac.tool)) ids.push(iac.tool.toolUseId);
-    const envelopes: unknown[] = [iac.pipeline];
-    if (isObject(iac.pipelineBatch) && Array.isArray(iac.pipelineBatch.events)) envelopes.push(...iac.pipelineBatch.events);
-    for (const envelope of envelopes) {
-      if (!isObject(envelope)) continue;
-      ids.push(envelope.eventId, envelope.scope);
-      if (isObject(envelope.data)) ids.push(envelope.data.toolUseId);
-      for (const coordinate of ["candidate", "candidateStep", "step"] as const) {
-        const c = envelope[coordinate];
-        if (isObject(c)) ids.push(c.runId, c.id, c.subPipelineId);
-      }
+  if (!iac) return;
+  if (isObject(iac.tool)) assertId(iac.tool.toolUseId);
+  assertEnvelopeIds(iac.pipeline);
+  const batch = iac.pipelineBatch;
+  if (isObject(batch) && Array.isArray(batch.events)) for (const envelope of batch.events) assertEnvelopeIds(envelope);
+}
+
+// Checked where they are read, without collecting them first: this runs on every frame.
+function assertId(id: unknown): void {
+  if (typeof id === "string" && !withinCodePoints(id, UPSTREAM_LIMITS.maxIdCodePoints)) throw oversizedFrame();
+}
+
+function assertMessageId(message: unknown): void {
+  if (isObject(message)) assertId(message.messageId);
+}
+
+function assertEnvelopeIds(envelope: unknown): void {
+  if (!isObject(envelope)) return;
+  assertId(envelope.eventId);
+  assertId(envelope.scope);
+  if (isObject(envelope.data)) assertId(envelope.data.toolUseId);
+  for (const coordinate of [envelope.candidate, envelope.candidateStep, envelope.step]) {
+    if (isObject(coordinate)) {
+      assertId(coordinate.runId);
+      assertId(coordinate.id);
+      assertId(coordinate.subPipelineId);
     }
   }
-  for (const id of ids) if (typeof id === "string" && !withinCodePoints(id, UPSTREAM_LIMITS.maxIdCodePoints)) throw oversizedFrame();
 }
 
 function withinCodePoints(value: string, max: number): boolean {
