@@ -5,6 +5,7 @@ import path from "node:path";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FileThreadStore, serializeThreadRecord, type FsLayer } from "../src/state/file-store.js";
+import { serializeThreadRecordCompact } from "../src/state/record-text.js";
 import { defaultStateDir, threadFileStem } from "../src/state/thread-key.js";
 import { StateUnavailableError, type ThreadRecord } from "../src/state/thread-store.js";
 import { assertStorable, parseThreadRecord } from "../src/state/validate.js";
@@ -124,6 +125,8 @@ describe("FileThreadStore round trip and layout", () => {
       : v && typeof v === "object" ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sortedDeep((v as any)[k])]))
       : v;
     expect(serializeThreadRecord(r)).toBe(`${JSON.stringify(sortedDeep(r), null, 2)}\n`);
+    // The memory store's form: the same text without whitespace.
+    expect(serializeThreadRecordCompact(r)).toBe(JSON.stringify(sortedDeep(r)));
   });
 
   it("keeps non-ASCII text raw", async () => {

@@ -5,7 +5,7 @@
 // throw in a stage is the error its downstream sees (wrapped by `wrap`), and once a stage has completed
 // or failed its downstream, nothing more reaches that downstream.
 import { Observable, type OperatorFunction, type Subscriber } from "rxjs";
-import { operatorObserver } from "./operate.js";
+import { operatorObserver, passThrown, type OperatorHandlers } from "./operate.js";
 
 /** Where a stage sends its output: the next stage, or the subscriber. Call its methods on it (they are not bound). */
 export interface StageOutput<O> {
@@ -48,20 +48,14 @@ export function stageOperator<I, O>(stage: Stage<I, O>, wrap?: (thrown: unknown)
  * @example
  * frames$.pipe(fuseStages([readFrames(options), guardIdentity(options)], unprocessableFrame))
  */
-export function fuseStages<I, O>(stages: readonly Stage<unknown, unknown>[], wrap: (thrown: unknown) => unknown = (thrown) => thrown): OperatorFunction<I, O> {
+export function fuseStages<I, O>(stages: readonly Stage<unknown, unknown>[], wrap: (thrown: unknown) => unknown = passThrown): OperatorFunction<I, O> {
   return (source) =>
     new Observable<O>((subscriber) => {
       const chain = new FusedChain(subscriber as Subscriber<unknown>, stages.length, wrap);
       // Built from the last stage back: a stage may emit when it is set up, into the stages after it.
       for (let k = stages.length - 1; k >= 0; k--) chain.handlers[k] = stages[k]!(new StageOut(chain, k));
       chain.routes = routeTable(chain.handlers);
-      return source.subscribe(
-        operatorObserver<I>(subscriber, {
-          next: (item) => chain.deliver(-1, 0, item),
-          error: (error) => chain.signal(0, "error", error),
-          complete: () => chain.signal(0, "complete"),
-        }),
-      );
+      return source.subscribe(operatorObserver<I>(subscriber, chain));
     });
 }
 
@@ -69,7 +63,7 @@ export function fuseStages<I, O>(stages: readonly Stage<unknown, unknown>[], wra
  * One subscription of a fused chain. Classes rather than closures: an idle stream holds one of these and
  * one small StageOut per stage, not three closures per stage.
  */
-class FusedChain {
+class FusedChain implements OperatorHandlers<unknown> {
   readonly handlers: StageHandlers<unknown>[];
   /**
    * done[k]: stage k's input saw a completion or an error; nothing after it is read (what a stage emits
@@ -86,6 +80,19 @@ class FusedChain {
   ) {
     this.handlers = new Array<StageHandlers<unknown>>(n);
     this.done = new Array<boolean>(n + 1).fill(false);
+  }
+
+  // The source's items and signals: the chain is its own source observer's handlers.
+  next(item: unknown): void {
+    this.deliver(-1, 0, item);
+  }
+
+  error(error: unknown): void {
+    this.signal(0, "error", error);
+  }
+
+  complete(): void {
+    this.signal(0, "complete");
   }
 
   /** Where an item of stage `from` goes when the next stage reads some types only: the first later stage that reads it (n: the subscriber). */

@@ -51,70 +51,71 @@ function runEvents(context: RunContext, ticket: RunTicket, flow: FlowGate, endin
   const upstream = context.a2a.pacedBy({ ready: () => committing ?? flow.ready() });
   // Answers applied before this run; a resume adds the ones it delivers, all accepted before any frame is read.
   const appliedBefore = record.appliedResumeDigests.filter((d) => d.executionId === execution.executionId).map((d) => d.interruptId);
-  const pipeline: AguiPipelineOptions = {
-      threadId: request.threadId,
-      runId: request.runId,
-      ...(request.parentRunId !== undefined && { parentRunId: request.parentRunId }),
-      contextId: record.contextId,
-      ...(resume && execution.taskId !== null && { taskId: execution.taskId }),
-      knownInterrupts: new Map(interruptsOf(execution.pending, translateFor).map((i) => [i.id, i])),
-      openSteps: execution.pipelineOpenSteps,
-      pipelineSequence: execution.pipelineSequence,
-      historyFallback: !resume,
-      interruptTtlMs: context.options.interruptTtlMs,
-      heartbeat: { intervalMs: context.options.heartbeatMs },
-      language,
-      translate: translateFor,
-      cancelledOutcome: declaresAgui1(request.protocolVersion),
-      textSnapshotDigests: execution.textSnapshotDigests ?? [],
-      commit: (item) => {
-        if (item.type === "IAC_CODE_TEXT_SEGMENT") {
-          // Written with the next durable write (the interrupt commit, or the end of the run).
-          rememberTextSegment(execution, item.digest);
-          return undefined;
+  // Made when the projection starts, so an idle stream holds one copy; the session is read then too: a turn may
+  // have moved the thread to a new session first.
+  const pipelineOptions = (appliedInputIds: readonly string[]): AguiPipelineOptions => ({
+    threadId: request.threadId,
+    session: sessionOf(record, resume),
+    appliedInputIds,
+    runId: request.runId,
+    ...(request.parentRunId !== undefined && { parentRunId: request.parentRunId }),
+    contextId: record.contextId,
+    ...(resume && execution.taskId !== null && { taskId: execution.taskId }),
+    knownInterrupts: new Map(interruptsOf(execution.pending, translateFor).map((i) => [i.id, i])),
+    openSteps: execution.pipelineOpenSteps,
+    pipelineSequence: execution.pipelineSequence,
+    historyFallback: !resume,
+    interruptTtlMs: context.options.interruptTtlMs,
+    heartbeat: { intervalMs: context.options.heartbeatMs },
+    language,
+    translate: translateFor,
+    cancelledOutcome: declaresAgui1(request.protocolVersion),
+    textSnapshotDigests: execution.textSnapshotDigests ?? [],
+    commit: (item) => {
+      if (item.type === "IAC_CODE_TEXT_SEGMENT") {
+        // Written with the next durable write (the interrupt commit, or the end of the run).
+        rememberTextSegment(execution, item.digest);
+        return undefined;
+      }
+      if (isProjectionFact(item)) {
+        // What the kernel revealed, folded into the thread's state in stream order; written with the next
+        // durable write. Bounded like every other id there.
+        switch (item.fact) {
+          case "taskId":
+            execution.taskId = boundedUpstreamId(item.taskId);
+            break;
+          case "sessionId":
+            record.iacCodeSessionId = boundedUpstreamId(item.sessionId);
+            break;
+          case "openSteps":
+            execution.pipelineOpenSteps = boundedOpenSteps(item.openSteps);
+            break;
+          case "pipelineCursor":
+            execution.pipelineSequence = item.sequence;
+            break;
+          case "interrupts":
+            parking = item.pending;
+            break;
         }
-        if (isProjectionFact(item)) {
-          // What the kernel revealed, folded into the thread's state in stream order; written with the next
-          // durable write. Bounded like every other id there.
-          switch (item.fact) {
-            case "taskId":
-              execution.taskId = boundedUpstreamId(item.taskId);
-              break;
-            case "sessionId":
-              record.iacCodeSessionId = boundedUpstreamId(item.sessionId);
-              break;
-            case "openSteps":
-              execution.pipelineOpenSteps = boundedOpenSteps(item.openSteps);
-              break;
-            case "pipelineCursor":
-              execution.pipelineSequence = item.sequence;
-              break;
-            case "interrupts":
-              parking = item.pending;
-              break;
-          }
-          return undefined;
-        }
-        const write = commitBeforeEmit(context, ticket, ending, item, parking);
-        if (write) {
-          const settled = write.then(
-            () => undefined,
-            () => undefined,
-          );
-          committing = settled;
-          void settled.then(() => {
-            if (committing === settled) committing = undefined;
-          });
-        }
-        return write;
-      },
-  };
+        return undefined;
+      }
+      const write = commitBeforeEmit(context, ticket, ending, item, parking);
+      if (write) {
+        const settled = write.then(
+          () => undefined,
+          () => undefined,
+        );
+        committing = settled;
+        void settled.then(() => {
+          if (committing === settled) committing = undefined;
+        });
+      }
+      return write;
+    },
+  });
   const lapsed = context.threads.claimLapsed(request.threadId);
-  // The session is read when the projection starts: a turn may have moved the thread to a new session first.
   const project = (frames: Observable<A2AStreamResponse>, applied: readonly string[]) =>
-    (lapsed ? failWhenLapsed(frames, lapsed, () => leaseLost(context, ticket)) : frames).pipe(
-      createAguiPipeline({ ...pipeline, session: sessionOf(record, resume), appliedInputIds: applied }),
-    );
+    (lapsed ? failWhenLapsed(frames, lapsed, () => leaseLost(context, ticket)) : frames).pipe(createAguiPipeline(pipelineOptions(applied)));
   const events =
     ticket.kind === "reshow"
       ? project(of(pendingFrame(record)), appliedBefore)

@@ -48,7 +48,13 @@ export function serializeThreadRecord(record: ThreadRecord): string {
   return `${sortedJson(record, "")}\n`;
 }
 
-function sortedJson(value: unknown, indent: string): string {
+/** The same text without the indentation and final newline: what the memory store holds, per thread, in the heap. */
+export function serializeThreadRecordCompact(record: ThreadRecord): string {
+  return sortedJson(record, undefined);
+}
+
+/** `indent` undefined: no whitespace at all. */
+function sortedJson(value: unknown, indent: string | undefined): string {
   if (value === null) return "null";
   switch (typeof value) {
     case "string":
@@ -62,17 +68,18 @@ function sortedJson(value: unknown, indent: string): string {
     default:
       throw new Error(`refusing to store a ${typeof value} value`);
   }
-  const inner = `${indent}  `;
+  const inner = indent === undefined ? undefined : `${indent}  `;
+  const [open, separator, close, colon] = inner === undefined ? ["", ",", "", ":"] : [`\n${inner}`, `,\n${inner}`, `\n${indent}`, ": "];
   if (Array.isArray(value)) {
     if (value.length === 0) return "[]";
-    const items = value.map((item) => inner + (item === undefined ? "null" : sortedJson(item, inner)));
-    return `[\n${items.join(",\n")}\n${indent}]`;
+    const items = value.map((item) => (item === undefined ? "null" : sortedJson(item, inner)));
+    return `[${open}${items.join(separator)}${close}]`;
   }
   const entries = Object.entries(value as Record<string, unknown>).filter(([, item]) => item !== undefined);
   entries.sort(([a], [b]) => compareCodePoints(a, b));
   if (entries.length === 0) return "{}";
-  const members = entries.map(([key, item]) => `${inner}${JSON.stringify(key)}: ${sortedJson(item, inner)}`);
-  return `{\n${members.join(",\n")}\n${indent}}`;
+  const members = entries.map(([key, item]) => `${JSON.stringify(key)}${colon}${sortedJson(item, inner)}`);
+  return `{${open}${members.join(separator)}${close}}`;
 }
 
 function compareCodePoints(a: string, b: string): number {

@@ -1,7 +1,7 @@
 // Per-thread protocol state: the binding of an AG-UI thread to its A2A context and workspace, the
 // current execution, pending interrupts and idempotency data. Never message text or secrets.
 import type { InputValue } from "../../operators/index.js";
-import { parseRecordText, serializeThreadRecord, threadIdOfText } from "./record-text.js";
+import { parseRecordText, serializeThreadRecordCompact, threadIdOfText } from "./record-text.js";
 import { assertStorable } from "./validate.js";
 
 export interface PendingEntry {
@@ -148,7 +148,8 @@ export function isSharedThreadStore(store: ThreadStore): store is SharedThreadSt
 
 /**
  * In-process store: the same contract without a disk, for tests and embedders. Records are kept as the text the
- * durable stores write and checked the same way both ways, so a test on this store sees what production sees.
+ * durable stores write, less its whitespace, and checked the same way both ways, so a test on this store sees what
+ * production sees.
  */
 export class MemoryThreadStore implements ThreadStore {
   private readonly threads: Map<string, string>;
@@ -165,7 +166,7 @@ export class MemoryThreadStore implements ThreadStore {
 
   async save(record: ThreadRecord): Promise<void> {
     assertStorable(record);
-    this.threads.set(record.threadId, serializeThreadRecord(record));
+    this.threads.set(record.threadId, serializeThreadRecordCompact(record));
   }
 
   async remove(threadId: string): Promise<void> {
