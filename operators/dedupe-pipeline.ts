@@ -6,7 +6,7 @@
 import type { OperatorFunction } from "rxjs";
 import { unprocessableFrame } from "./lib/a2a-read.js";
 import { isObject, toCount } from "./lib/json.js";
-import { operate, operatorObserver } from "./lib/operate.js";
+import { stageOperator, type Stage } from "./lib/stage.js";
 import type { A2AStreamResponse, JsonObject } from "./types.js";
 
 export interface DedupePipelineOptions {
@@ -24,8 +24,14 @@ export interface DedupePipelineOptions {
  * // {pipeline: {sequence: 9}} (no id, at or below the cursor) → loses its envelope
  */
 export function dedupePipeline(options: DedupePipelineOptions = {}): OperatorFunction<A2AStreamResponse, A2AStreamResponse> {
-  return operate<A2AStreamResponse, A2AStreamResponse>((source, subscriber) => {
-    const seen = new Set<string>();
+  return stageOperator(dedupePipelineStage(options), unprocessableFrame);
+}
+
+/** dedupePipeline as a Stage, for fuseStages (createAguiPipeline runs it fused with the projection). */
+export function dedupePipelineStage(options: DedupePipelineOptions = {}): Stage<A2AStreamResponse, A2AStreamResponse> {
+  return (out) => {
+    // Made on first use: a stream without pipeline envelopes holds none.
+    let seen: Set<string> | undefined;
     let last = options.afterSequence ?? 0;
 
     const fresh = (envelope: unknown): boolean => {
@@ -33,8 +39,8 @@ export function dedupePipeline(options: DedupePipelineOptions = {}): OperatorFun
       const id = envelope.eventId;
       const sequence = toCount(envelope.sequence);
       if (typeof id === "string" && id !== "") {
-        if (seen.has(id)) return false;
-        seen.add(id);
+        if (seen?.has(id)) return false;
+        (seen ??= new Set()).add(id);
       } else if (sequence !== undefined && sequence > 0 && sequence <= last) {
         return false;
       }
@@ -42,10 +48,10 @@ export function dedupePipeline(options: DedupePipelineOptions = {}): OperatorFun
       return true;
     };
 
-    return source.subscribe(operatorObserver(subscriber, {
+    return {
       next: (frame) => {
         const iac = iacCodeOf(frame);
-        if (!iac || (iac.pipeline === undefined && iac.pipelineBatch === undefined)) return subscriber.next(frame);
+        if (!iac || (iac.pipeline === undefined && iac.pipelineBatch === undefined)) return out.next(frame);
         let changed: JsonObject | undefined;
         if (iac.pipeline !== undefined && !fresh(iac.pipeline)) {
           changed = { ...iac };
@@ -59,10 +65,10 @@ export function dedupePipeline(options: DedupePipelineOptions = {}): OperatorFun
             changed.pipelineBatch = { ...batch, events: kept };
           }
         }
-        subscriber.next(changed ? withIacCode(frame, changed) : frame);
+        out.next(changed ? withIacCode(frame, changed) : frame);
       },
-    }, unprocessableFrame));
-  });
+    };
+  };
 }
 
 /** The frame's payload (the oneof member), whatever other keys the frame has. Named reads: this runs once per frame. */

@@ -3,15 +3,18 @@ import { EventType } from "@ag-ui/core";
 import { filter, type ObservableInput, type OperatorFunction } from "rxjs";
 import { balanceSpans } from "./balance-spans.js";
 import { commitBeforeEmit } from "./commit-before-emit.js";
-import { dedupePipeline } from "./dedupe-pipeline.js";
+import { dedupePipelineStage } from "./dedupe-pipeline.js";
 import { finishCancelled } from "./finish-cancelled.js";
 import { mergeHeartbeat } from "./merge-heartbeat.js";
-import { namespaceCustom } from "./namespace-custom.js";
+import { namespaceCustomStage } from "./namespace-custom.js";
 import { isProjectionFact, type ProjectionFact } from "./facts.js";
-import { projectA2A, type ProjectA2AOptions } from "./project-a2a.js";
+import { projectionStages, type ProjectA2AOptions } from "./project-a2a.js";
+import { unprocessableFrame } from "./lib/a2a-read.js";
+import { passThrown } from "./lib/operate.js";
+import { fuseStages, type Stage } from "./lib/stage.js";
 import { runErrorEvent } from "./lib/run-error-event.js";
 import { OPERATOR_TEXTS } from "./messages.js";
-import { stripResumedText } from "./strip-resumed-text.js";
+import { stripResumedTextStage } from "./strip-resumed-text.js";
 import { RunError, type A2AStreamResponse, type AguiEvent, type AguiOutput, type TextSegmentDigest } from "./types.js";
 
 export { balanceSpans, type BalanceSpansOptions } from "./balance-spans.js";
@@ -64,6 +67,15 @@ export interface AguiPipelineOptions extends ProjectA2AOptions {
   cancelledOutcome?: boolean;
 }
 
+// Which error a throw in each fused stage becomes: in dedupePipeline's and the projection's, a protocol error;
+// in the two after them, what was thrown. One array per length, shared by every stream.
+const FUSED_WRAPS = new Map<number, readonly ((thrown: unknown) => unknown)[]>();
+function fusedWraps(projectionLength: number): readonly ((thrown: unknown) => unknown)[] {
+  let wraps = FUSED_WRAPS.get(projectionLength);
+  if (!wraps) FUSED_WRAPS.set(projectionLength, (wraps = [...new Array<typeof passThrown>(1 + projectionLength).fill(unprocessableFrame), passThrown, passThrown]));
+  return wraps;
+}
+
 /**
  * The whole projection: A2A 1.0 stream results in, one complete AG-UI run out (RUN_STARTED … exactly one
  * RUN_FINISHED or RUN_ERROR, every span closed), plus heartbeat markers when enabled. No I/O behind it.
@@ -81,11 +93,19 @@ export interface AguiPipelineOptions extends ProjectA2AOptions {
 export function createAguiPipeline(options: AguiPipelineOptions): OperatorFunction<A2AStreamResponse, AguiOutput> {
   const translate = options.translate ?? ((english: string) => english);
   return (frames) => {
+    // dedupePipeline → projectA2A → stripResumedText → namespaceCustom, fused into one operator (each with the
+    // errors it would have on its own): one subscription per stream instead of four, one call per stage per item.
+    const projection = projectionStages(options);
     let events = frames.pipe(
-      dedupePipeline(options.pipelineSequence !== undefined ? { afterSequence: options.pipelineSequence } : {}),
-      projectA2A(options),
-      stripResumedText(options.textSnapshotDigests !== undefined ? { knownDigests: options.textSnapshotDigests } : {}),
-      namespaceCustom(),
+      fuseStages<A2AStreamResponse, AguiEvent | TextSegmentDigest | ProjectionFact>(
+        [
+          dedupePipelineStage(options.pipelineSequence !== undefined ? { afterSequence: options.pipelineSequence } : {}),
+          ...projection,
+          stripResumedTextStage(options.textSnapshotDigests !== undefined ? { knownDigests: options.textSnapshotDigests } : {}),
+          namespaceCustomStage(),
+        ] as Stage<unknown, unknown>[],
+        fusedWraps(projection.length),
+      ),
     );
     const commit = options.commit;
     if (commit) {

@@ -3,7 +3,7 @@
 // (text_delta, thinking_delta, tool_*, usage, step lifecycle) is already projected and is not repeated.
 import { EventType } from "@ag-ui/core";
 import type { OperatorFunction } from "rxjs";
-import { operate, operatorObserver } from "./lib/operate.js";
+import { stageOperator, type Stage } from "./lib/stage.js";
 import type { AguiEvent, IacCodeSignal } from "./types.js";
 
 export const PIPELINE_CUSTOM_EVENT_TYPES: ReadonlySet<string> = new Set([
@@ -28,21 +28,25 @@ export const PIPELINE_CUSTOM_EVENT_TYPES: ReadonlySet<string> = new Set([
  * // → {type: "CUSTOM", name: "iac-code.artifact.v1", value: {artifactId: "a1"}, timestamp: 5}
  */
 export function namespaceCustom<T extends { type: string }>(): OperatorFunction<T | IacCodeSignal, Exclude<T, IacCodeSignal> | AguiEvent> {
-  return operate<T | IacCodeSignal, Exclude<T, IacCodeSignal> | AguiEvent>((source, subscriber) =>
-    source.subscribe(
-      operatorObserver(subscriber, {
-        next: (item) => {
-          if (item.type !== "IAC_CODE_SIGNAL") return subscriber.next(item as Exclude<T, IacCodeSignal>);
-          const signal = item as IacCodeSignal;
-          if (signal.namespace === "pipeline" && !PIPELINE_CUSTOM_EVENT_TYPES.has(signal.value.eventType as string)) return;
-          subscriber.next({
-            type: EventType.CUSTOM,
-            name: `iac-code.${signal.namespace}.v1`,
-            value: signal.value,
-            timestamp: signal.timestamp,
-          } as AguiEvent);
-        },
-      }),
-    ),
-  );
+  return stageOperator(namespaceCustomStage<T>());
+}
+
+const READS: ReadonlySet<string> = new Set(["IAC_CODE_SIGNAL"]);
+
+/** namespaceCustom as a Stage, for fuseStages (createAguiPipeline runs it fused with the projection). */
+export function namespaceCustomStage<T extends { type: string }>(): Stage<T | IacCodeSignal, Exclude<T, IacCodeSignal> | AguiEvent> {
+  return (out) => ({
+    next: (item) => {
+      if (item.type !== "IAC_CODE_SIGNAL") return out.next(item as Exclude<T, IacCodeSignal>);
+      const signal = item as IacCodeSignal;
+      if (signal.namespace === "pipeline" && !PIPELINE_CUSTOM_EVENT_TYPES.has(signal.value.eventType as string)) return;
+      out.next({
+        type: EventType.CUSTOM,
+        name: `iac-code.${signal.namespace}.v1`,
+        value: signal.value,
+        timestamp: signal.timestamp,
+      } as AguiEvent);
+    },
+    reads: READS,
+  });
 }

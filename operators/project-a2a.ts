@@ -69,28 +69,31 @@ export type ProjectedItem = AguiEvent | IacCodeSignal | ProjectionFact;
  * // → RUN_STARTED, fact taskId, TEXT_MESSAGE_START, TEXT_MESSAGE_CONTENT "Hi", fact outcome, RUN_FINISHED success
  */
 export function projectA2A(options: ProjectA2AOptions): OperatorFunction<A2AStreamResponse, ProjectedItem> {
+  return fuseStages<A2AStreamResponse, ProjectedItem>(projectionStages(options), unprocessableFrame);
+}
+
+/**
+ * projectA2A's eight stages in order, for fuseStages. Each stage sits as early as its inputs allow, so the
+ * bulk of the events (spans) crosses few stages.
+ */
+export function projectionStages(options: ProjectA2AOptions): Stage<unknown, unknown>[] {
   const { threadId, runId, contextId, taskId, scheduler, translate } = options;
-  // Fused: the stages run in one operator, calling each other directly (operators/lib/stage.ts). Each
-  // stage sits as early as its inputs allow, so the bulk of the events (spans) crosses few stages.
-  return fuseStages<A2AStreamResponse, ProjectedItem>(
-    [
-      readFramesStage({ historyFallback: options.historyFallback, scheduler }),
-      guardIdentityStage({ contextId, taskId, sessionId: options.session?.sessionId }),
-      mapInterruptsStage({
-        contextId,
-        taskId,
-        appliedInputIds: options.appliedInputIds,
-        isInputApplied: options.isInputApplied,
-        knownInterrupts: options.knownInterrupts,
-        interruptTtlMs: options.interruptTtlMs,
-        translate,
-      }),
-      projectPipelineStage({ threadId, openSteps: options.openSteps, pipelineRunId: options.pipelineRunId, scheduler }),
-      totalUsageStage(),
-      projectSpansStage({ runId, newId: options.newId }),
-      mapTerminalStage({ threadId, runId, parentRunId: options.parentRunId, runStarted: options.runStarted, translate, language: options.language, scheduler }),
-      announceSessionStage({ threadId, runId, contextId, taskId, session: options.session }),
-    ] as Stage<unknown, unknown>[],
-    unprocessableFrame,
-  );
+  return [
+    readFramesStage({ historyFallback: options.historyFallback, scheduler }),
+    guardIdentityStage({ contextId, taskId, sessionId: options.session?.sessionId }),
+    mapInterruptsStage({
+      contextId,
+      taskId,
+      appliedInputIds: options.appliedInputIds,
+      isInputApplied: options.isInputApplied,
+      knownInterrupts: options.knownInterrupts,
+      interruptTtlMs: options.interruptTtlMs,
+      translate,
+    }),
+    projectPipelineStage({ threadId, openSteps: options.openSteps, pipelineRunId: options.pipelineRunId, scheduler }),
+    totalUsageStage(),
+    projectSpansStage({ runId, newId: options.newId }),
+    mapTerminalStage({ threadId, runId, parentRunId: options.parentRunId, runStarted: options.runStarted, translate, language: options.language, scheduler }),
+    announceSessionStage({ threadId, runId, contextId, taskId, session: options.session }),
+  ] as Stage<unknown, unknown>[];
 }

@@ -8,7 +8,7 @@
 import { createHash, type Hash } from "node:crypto";
 import { EventType } from "@ag-ui/core";
 import type { OperatorFunction } from "rxjs";
-import { operate, operatorObserver } from "./lib/operate.js";
+import { stageOperator, type Stage } from "./lib/stage.js";
 import type { TextSegmentDigest } from "./types.js";
 
 export interface StripResumedTextOptions {
@@ -28,9 +28,15 @@ const HASH_BATCH = 16_384;
 
 /** The running digest of one message's current segment: hashed text plus a short unhashed tail. */
 interface Segment {
-  hash: Hash;
+  /** Made when the first batch is hashed: a short segment (an idle stream's open message) holds only its tail. */
+  hash: Hash | undefined;
   tail: string;
 }
+
+const READS: ReadonlySet<string> = new Set([
+  EventType.TEXT_MESSAGE_START, EventType.TEXT_MESSAGE_CONTENT, EventType.TEXT_MESSAGE_END, EventType.TOOL_CALL_START,
+  EventType.TOOL_CALL_ARGS, EventType.RUN_FINISHED, EventType.RUN_ERROR,
+]);
 
 /**
  * Drops the replayed prefix of each message's first text and emits a TextSegmentDigest per new segment.
@@ -43,122 +49,127 @@ interface Segment {
 export function stripResumedText<T extends { type: string }>(
   options: StripResumedTextOptions = {},
 ): OperatorFunction<T, T | TextSegmentDigest> {
-  return operate<T, T | TextSegmentDigest>((source, subscriber) => {
-    const known = new Set(options.knownDigests ?? []);
+  return stageOperator(stripResumedTextStage<T>(options));
+}
+
+/** stripResumedText as a Stage, for fuseStages (createAguiPipeline runs it fused with the projection). */
+export function stripResumedTextStage<T extends { type: string }>(options: StripResumedTextOptions = {}): Stage<T, T | TextSegmentDigest> {
+  return (out) => {
+    // The collections are made on first use: an idle stream holds few of them (an empty Set is ~150 B).
+    let known: Set<string> | undefined;
+    for (const digest of options.knownDigests ?? []) (known ??= new Set()).add(digest);
     /** The running digest of each message's current segment (the text itself is not kept). */
-    const segments = new Map<string, Segment>();
+    let segments: Map<string, Segment> | undefined;
     /** Message ids whose first text was already checked in this run. */
-    const checked = new Set<string>();
+    let checked: Set<string> | undefined;
     /** TEXT_MESSAGE_START held until the message has something to show (a fully replayed text has not). */
-    const heldStarts = new Map<string, T>();
+    let heldStarts: Map<string, T> | undefined;
     let current: string | undefined;
     // The message the last delta went to and its segment, while it lasts: the usual stream of deltas to one
     // message then costs no lookup (shown already, so no start is held for it).
     let lastId: string | undefined;
     let lastSegment: Segment | undefined;
 
+    const segmentOf = (messageId: string): Segment => {
+      let segment = segments?.get(messageId);
+      if (segment === undefined) {
+        segment = { hash: undefined, tail: "" };
+        (segments ??= new Map()).set(messageId, segment);
+      }
+      return segment;
+    };
+
     const finish = (messageId: string) => {
-      const segment = segments.get(messageId);
+      const segment = segments?.get(messageId);
       if (segment === undefined) return;
-      segments.delete(messageId);
+      segments!.delete(messageId);
       if (messageId === lastId) lastId = lastSegment = undefined;
-      const digest = segment.hash.update(segment.tail, "utf8").digest("hex");
-      if (known.has(digest)) return;
-      known.add(digest);
-      subscriber.next({ type: "IAC_CODE_TEXT_SEGMENT", digest });
+      const digest = (segment.hash ?? createHash("sha256")).update(segment.tail, "utf8").digest("hex");
+      if (known?.has(digest)) return;
+      (known ??= new Set()).add(digest);
+      out.next({ type: "IAC_CODE_TEXT_SEGMENT", digest });
     };
 
     const show = (item: T, messageId: string, delta: string) => {
-      const start = heldStarts.get(messageId);
+      const start = heldStarts?.get(messageId);
       if (start !== undefined) {
-        heldStarts.delete(messageId);
-        subscriber.next(start);
+        heldStarts!.delete(messageId);
+        out.next(start);
       }
-      subscriber.next(delta === (item as TextItem).delta ? item : ({ ...item, delta } as T));
+      out.next(delta === (item as TextItem).delta ? item : ({ ...item, delta } as T));
     };
 
     const content = (item: T, messageId: string, delta: string) => {
       current = messageId;
       if (messageId === lastId) {
         append(lastSegment!, delta);
-        return subscriber.next(item);
+        return out.next(item);
       }
-      if (messageId.startsWith(PIPELINE_MESSAGE) || checked.has(messageId)) {
-        lastSegment = append(segmentOf(segments, messageId), delta);
+      if (messageId.startsWith(PIPELINE_MESSAGE) || checked?.has(messageId)) {
+        lastSegment = append(segmentOf(messageId), delta);
         lastId = messageId;
         return show(item, messageId, delta);
       }
-      checked.add(messageId);
-      const replayed = replayedPrefixLength(delta, known);
+      (checked ??= new Set()).add(messageId);
+      const replayed = known === undefined ? 0 : replayedPrefixLength(delta, known);
       if (replayed === 0) {
-        lastSegment = append(segmentOf(segments, messageId), delta);
+        lastSegment = append(segmentOf(messageId), delta);
         lastId = messageId;
         return show(item, messageId, delta);
       }
       // The whole replay is this message's text so far: the next segment digest covers all of it.
-      segments.set(messageId, { hash: createHash("sha256").update(delta, "utf8"), tail: "" });
+      append(segmentOf(messageId), delta);
       const rest = delta.slice(replayed);
       if (rest !== "") show(item, messageId, rest);
     };
 
-    // A throw while a text is checked is this run's error, never the process's (operate's contract).
-    return source.subscribe(operatorObserver<T>(subscriber, {
-      next: (item) => {
-        const e = item as unknown as TextItem;
-        switch (e.type) {
-          case EventType.TEXT_MESSAGE_START:
-            if (e.messageId !== undefined && !e.messageId.startsWith(PIPELINE_MESSAGE) && !checked.has(e.messageId)) {
-              heldStarts.set(e.messageId, item);
-              return;
-            }
-            break;
-          case EventType.TEXT_MESSAGE_CONTENT:
-            if (e.messageId !== undefined && typeof e.delta === "string") return content(item, e.messageId, e.delta);
-            break;
-          case EventType.TEXT_MESSAGE_END:
-            if (e.messageId === undefined) break;
-            finish(e.messageId);
-            if (current === e.messageId) current = undefined;
-            // Never opened for the client: its only text was a replay.
-            if (heldStarts.delete(e.messageId)) return;
-            break;
-          case EventType.TOOL_CALL_START:
-            if (current !== undefined) finish(current);
-            if (e.parentMessageId !== undefined && heldStarts.has(e.parentMessageId)) {
-              const { parentMessageId: _unopened, ...rest } = e;
-              return subscriber.next(rest as unknown as T);
-            }
-            break;
-          case EventType.TOOL_CALL_ARGS:
-            // The tool's input is complete (TOOL_CALL_ARGS is emitted only then).
-            if (current !== undefined) finish(current);
-            break;
-          case EventType.RUN_FINISHED:
-          case EventType.RUN_ERROR:
-            for (const messageId of [...segments.keys()]) finish(messageId);
-            heldStarts.clear();
-            break;
-        }
-        subscriber.next(item);
-      },
-    }));
-  });
-}
-
-function segmentOf(segments: Map<string, Segment>, messageId: string): Segment {
-  let segment = segments.get(messageId);
-  if (segment === undefined) {
-    segment = { hash: createHash("sha256"), tail: "" };
-    segments.set(messageId, segment);
-  }
-  return segment;
+    const next = (item: T) => {
+      const e = item as unknown as TextItem;
+      switch (e.type) {
+        case EventType.TEXT_MESSAGE_START:
+          if (e.messageId !== undefined && !e.messageId.startsWith(PIPELINE_MESSAGE) && !checked?.has(e.messageId)) {
+            (heldStarts ??= new Map()).set(e.messageId, item);
+            return;
+          }
+          break;
+        case EventType.TEXT_MESSAGE_CONTENT:
+          if (e.messageId !== undefined && typeof e.delta === "string") return content(item, e.messageId, e.delta);
+          break;
+        case EventType.TEXT_MESSAGE_END:
+          if (e.messageId === undefined) break;
+          finish(e.messageId);
+          if (current === e.messageId) current = undefined;
+          // Never opened for the client: its only text was a replay.
+          if (heldStarts?.delete(e.messageId)) return;
+          break;
+        case EventType.TOOL_CALL_START:
+          if (current !== undefined) finish(current);
+          if (e.parentMessageId !== undefined && heldStarts?.has(e.parentMessageId)) {
+            const { parentMessageId: _unopened, ...rest } = e;
+            return out.next(rest as unknown as T);
+          }
+          break;
+        case EventType.TOOL_CALL_ARGS:
+          // The tool's input is complete (TOOL_CALL_ARGS is emitted only then).
+          if (current !== undefined) finish(current);
+          break;
+        case EventType.RUN_FINISHED:
+        case EventType.RUN_ERROR:
+          if (segments) for (const messageId of [...segments.keys()]) finish(messageId);
+          heldStarts?.clear();
+          break;
+      }
+      out.next(item);
+    };
+    return { next, reads: READS };
+  };
 }
 
 function append(segment: Segment, delta: string): Segment {
   segment.tail += delta;
   // Never flush half a surrogate pair: hashed alone it would encode as U+FFFD, not as its character.
   if (segment.tail.length >= HASH_BATCH && !isHighSurrogate(segment.tail.charCodeAt(segment.tail.length - 1))) {
-    segment.hash.update(segment.tail, "utf8");
+    (segment.hash ??= createHash("sha256")).update(segment.tail, "utf8");
     segment.tail = "";
   }
   return segment;

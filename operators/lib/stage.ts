@@ -37,18 +37,21 @@ export type Stage<I, O> = (out: StageOutput<O>) => StageHandlers<I>;
  * const upper: Stage<string, string> = (out) => ({ next: (s) => out.next(s.toUpperCase()) });
  * of("a", "b").pipe(stageOperator(upper)) // "A", "B"
  */
-export function stageOperator<I, O>(stage: Stage<I, O>, wrap?: (thrown: unknown) => unknown): OperatorFunction<I, O> {
+export function stageOperator<I, O>(stage: Stage<I, O>, wrap?: Wrap): OperatorFunction<I, O> {
   return fuseStages<I, O>([stage as Stage<unknown, unknown>], wrap);
 }
 
+/** Turns what a stage threw into the error its downstream sees. */
+type Wrap = (thrown: unknown) => unknown;
+
 /**
  * Stages run in order inside one operator: what stage k emits is the input of the next stage that reads
- * it, by a direct call.
+ * it, by a direct call. `wrap`: one for every stage, or one per stage (stage k's is `wrap[k]`).
  *
  * @example
  * frames$.pipe(fuseStages([readFrames(options), guardIdentity(options)], unprocessableFrame))
  */
-export function fuseStages<I, O>(stages: readonly Stage<unknown, unknown>[], wrap: (thrown: unknown) => unknown = passThrown): OperatorFunction<I, O> {
+export function fuseStages<I, O>(stages: readonly Stage<unknown, unknown>[], wrap: Wrap | readonly Wrap[] = passThrown): OperatorFunction<I, O> {
   return (source) =>
     new Observable<O>((subscriber) => {
       const chain = new FusedChain(subscriber as Subscriber<unknown>, stages.length, wrap);
@@ -76,7 +79,7 @@ class FusedChain implements OperatorHandlers<unknown> {
   constructor(
     readonly subscriber: Subscriber<unknown>,
     readonly n: number,
-    readonly wrap: (thrown: unknown) => unknown,
+    readonly wrap: Wrap | readonly Wrap[],
   ) {
     this.handlers = new Array<StageHandlers<unknown>>(n);
     this.done = new Array<boolean>(n + 1).fill(false);
@@ -117,7 +120,7 @@ class FusedChain implements OperatorHandlers<unknown> {
     try {
       this.handlers[to]!.next(item);
     } catch (thrown) {
-      this.signal(to + 1, "error", this.wrap(thrown));
+      this.signal(to + 1, "error", this.wrapOf(to)(thrown));
     }
   }
 
@@ -132,8 +135,12 @@ class FusedChain implements OperatorHandlers<unknown> {
       if (kind === "error") handle(error);
       else (handle as () => void)();
     } catch (thrown) {
-      this.signal(k + 1, "error", this.wrap(thrown));
+      this.signal(k + 1, "error", this.wrapOf(k)(thrown));
     }
+  }
+
+  private wrapOf(k: number): Wrap {
+    return typeof this.wrap === "function" ? this.wrap : this.wrap[k]!;
   }
 }
 

@@ -53,8 +53,10 @@ export function mapInterruptsStage<T extends { type: string }>(
 ): Stage<T, Exclude<T, RequiredInputsPart> | InterruptEndPart | ProjectionFact> {
   const translate = options.translate ?? identity;
   return (out) => {
-    const applied = new Set(options.appliedInputIds ?? []);
-    const isApplied = options.isInputApplied ?? ((id: string) => applied.has(id));
+    // Made only for a non-empty seed (and only when no live check replaces it): an idle stream holds none (each empty Set is ~150 B).
+    let applied: Set<string> | undefined;
+    if (options.isInputApplied === undefined) for (const id of options.appliedInputIds ?? []) (applied ??= new Set()).add(id);
+    const isApplied = options.isInputApplied ?? ((id: string) => applied?.has(id) ?? false);
     let taskId = options.taskId;
     const interrupt = ({ inputs, time }: RequiredInputsPart) => {
       const open = inputs.filter((input) => !isApplied(input.value.inputId));

@@ -45,14 +45,16 @@ export function projectPipelineStage<T extends { type: string }>(options: Projec
   const scheduler = options.scheduler ?? asyncScheduler;
   return (out) => {
     const emit = (item: Out<T>) => out.next(item);
-    const durableSteps = new Set(options.openSteps ?? []);
-    const runSteps = new Set<string>();
+    // Made on first use (durableSteps: only for a non-empty seed): an idle stream holds none (each empty Set is ~150 B).
+    let durableSteps: Set<string> | undefined;
+    let runSteps: Set<string> | undefined;
+    for (const key of options.openSteps ?? []) (durableSteps ??= new Set()).add(key);
     let pipelineRunId = options.pipelineRunId ?? `pipeline-${options.threadId}`;
     let cursor = 0;
 
     const step = (type: EventType.STEP_STARTED | EventType.STEP_FINISHED, key: string, timestamp: number) =>
       emit({ type, stepName: stepName(key), timestamp } as AguiEvent);
-    const reportSteps = () => emit(fact("openSteps", { openSteps: [...durableSteps].sort() }));
+    const reportSteps = () => emit(fact("openSteps", { openSteps: [...(durableSteps ?? [])].sort() }));
     const advance = (sequence: number | undefined) => {
       if (sequence === undefined || sequence <= cursor) return;
       cursor = sequence;
@@ -92,15 +94,15 @@ export function projectPipelineStage<T extends { type: string }>(options: Projec
       const key = stepKeyOf(envelope);
       if (key !== undefined) {
         if (STEP_START_TYPES.has(eventType)) {
-          durableSteps.add(key);
-          if (!runSteps.has(key)) {
-            runSteps.add(key);
+          (durableSteps ??= new Set()).add(key);
+          if (!runSteps?.has(key)) {
+            (runSteps ??= new Set()).add(key);
             step(EventType.STEP_STARTED, key, time);
           }
           reportSteps();
         } else if (STEP_FINISH_TYPES.has(eventType)) {
-          const wasDurable = durableSteps.delete(key);
-          if (runSteps.delete(key)) {
+          const wasDurable = durableSteps?.delete(key) ?? false;
+          if (runSteps?.delete(key)) {
             step(EventType.STEP_FINISHED, key, time);
           } else {
             // The completion of a step this run never opened (its start was missed): a zero-length pair.
@@ -128,8 +130,8 @@ export function projectPipelineStage<T extends { type: string }>(options: Projec
     };
 
     const opened = Math.floor(scheduler.now());
-    for (const key of [...durableSteps].sort()) {
-      runSteps.add(key);
+    for (const key of [...(durableSteps ?? [])].sort()) {
+      (runSteps ??= new Set()).add(key);
       step(EventType.STEP_STARTED, key, opened);
     }
     const next = (item: T) => {

@@ -43,22 +43,23 @@ export function projectSpans<T extends { type: string }>(options: ProjectSpansOp
 export function projectSpansStage<T extends { type: string }>(options: ProjectSpansOptions): Stage<T, Exclude<T, SpanPart> | AguiEvent> {
   const newId = options.newId ?? defaultNewId;
   return (out) => {
-    const openMessages = new Set<string>();
-    const openReasoning = new Set<string>();
-    const openTools = new Set<string>();
-    const endedTools = new Set<string>();
-    const toolResults = new Set<string>();
+    // Made on first use: an idle stream holds none (each empty Set is ~150 B).
+    let openMessages: Set<string> | undefined;
+    let openReasoning: Set<string> | undefined;
+    let openTools: Set<string> | undefined;
+    let endedTools: Set<string> | undefined;
+    let toolResults: Set<string> | undefined;
     let currentMessage: string | undefined;
     let textShown = false;
     const emit = (event: object) => out.next(event as AguiEvent);
 
     const closeReasoning = (timestamp: number) => {
-      if (openReasoning.size === 0) return;
+      if (openReasoning === undefined || openReasoning.size === 0) return;
       for (const messageId of [...openReasoning].sort()) {
         emit({ type: EventType.REASONING_MESSAGE_END, messageId, timestamp });
         emit({ type: EventType.REASONING_END, messageId, timestamp });
       }
-      openReasoning.clear();
+      openReasoning = undefined;
     };
 
     const text = (delta: string, messageId: string | undefined, parallel: boolean, timestamp: number) => {
@@ -69,13 +70,13 @@ export function projectSpansStage<T extends { type: string }>(options: ProjectSp
         id = messageId ?? `assistant-${newId()}`;
       } else {
         id = messageId ?? currentMessage ?? `assistant-${newId()}`;
-        if (currentMessage !== undefined && currentMessage !== id && openMessages.delete(currentMessage)) {
+        if (currentMessage !== undefined && currentMessage !== id && openMessages?.delete(currentMessage)) {
           emit({ type: EventType.TEXT_MESSAGE_END, messageId: currentMessage, timestamp });
         }
         currentMessage = id;
       }
-      if (!openMessages.has(id)) {
-        openMessages.add(id);
+      if (!openMessages?.has(id)) {
+        (openMessages ??= new Set()).add(id);
         emit({ type: EventType.TEXT_MESSAGE_START, messageId: id, role: "assistant", timestamp });
       }
       emit({ type: EventType.TEXT_MESSAGE_CONTENT, messageId: id, delta, timestamp });
@@ -96,8 +97,8 @@ export function projectSpansStage<T extends { type: string }>(options: ProjectSp
       if (!isObject(thinking) || thinking.type !== "raw_thinking") return;
       if (typeof thinking.text !== "string" || thinking.text === "") return;
       const messageId = `reasoning-${ownerMessageId ?? currentMessage ?? options.runId}`;
-      if (!openReasoning.has(messageId)) {
-        openReasoning.add(messageId);
+      if (!openReasoning?.has(messageId)) {
+        (openReasoning ??= new Set()).add(messageId);
         emit({ type: EventType.REASONING_START, messageId, timestamp: time });
         emit({ type: EventType.REASONING_MESSAGE_START, messageId, role: "reasoning", timestamp: time });
       }
@@ -105,33 +106,33 @@ export function projectSpansStage<T extends { type: string }>(options: ProjectSp
     };
 
     const toolEnd = (toolCallId: string, timestamp: number) => {
-      if (!openTools.delete(toolCallId)) return;
-      endedTools.add(toolCallId);
+      if (!openTools?.delete(toolCallId)) return;
+      (endedTools ??= new Set()).add(toolCallId);
       emit({ type: EventType.TOOL_CALL_END, toolCallId, timestamp });
     };
 
     const toolCall = ({ toolUseId, name, parentMessageId, ofCurrentMessage, args, time }: ToolCallPart) => {
       const toolCallId = toolIdOf(toolUseId, newId);
       const parent = ofCurrentMessage ? currentMessage : parentMessageId;
-      if (!openTools.has(toolCallId) && !endedTools.has(toolCallId)) {
-        openTools.add(toolCallId);
+      if (!openTools?.has(toolCallId) && !endedTools?.has(toolCallId)) {
+        (openTools ??= new Set()).add(toolCallId);
         emit({
           type: EventType.TOOL_CALL_START,
           toolCallId,
           toolCallName: name,
-          ...(parent !== undefined && openMessages.has(parent) && { parentMessageId: parent }),
+          ...(parent !== undefined && openMessages?.has(parent) && { parentMessageId: parent }),
           timestamp: time,
         });
       }
-      if (args === undefined || !openTools.has(toolCallId)) return;
+      if (args === undefined || !openTools?.has(toolCallId)) return;
       emit({ type: EventType.TOOL_CALL_ARGS, toolCallId, delta: args, timestamp: time });
       toolEnd(toolCallId, time);
     };
 
     const toolResult = ({ toolUseId, result, time }: ToolResultPart) => {
       const toolCallId = toolIdOf(toolUseId, newId);
-      if (toolResults.has(toolCallId)) return;
-      toolResults.add(toolCallId);
+      if (toolResults?.has(toolCallId)) return;
+      (toolResults ??= new Set()).add(toolCallId);
       toolEnd(toolCallId, time); // a result closes the call even when its input never completed
       emit({
         type: EventType.TOOL_CALL_RESULT,

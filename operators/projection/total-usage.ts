@@ -28,13 +28,14 @@ export function totalUsage<T extends { type: string }>(): OperatorFunction<T, Ex
 /** totalUsage as a Stage, for fuseStages (projectA2A runs the eight stages fused). */
 export function totalUsageStage<T extends { type: string }>(): Stage<T, Exclude<T, UsagePart> | UsageTotalsPart> {
   return (out) => {
-    const totals = new Map<string, Totals>();
+    // Made on first use: an idle stream holds none (each empty Map is ~150 B).
+    let totals: Map<string, Totals> | undefined;
     const add = (u: unknown) => {
       if (!isObject(u)) return;
       const provider = typeof u.provider === "string" ? u.provider : undefined;
       const model = typeof u.model === "string" ? u.model : undefined;
       const key = `${provider ?? ""}\u0000${model ?? ""}`;
-      const entry: Totals = totals.get(key) ?? {
+      const entry: Totals = totals?.get(key) ?? {
         inputTokens: 0,
         outputTokens: 0,
         totalTokens: 0,
@@ -43,7 +44,7 @@ export function totalUsageStage<T extends { type: string }>(): Stage<T, Exclude<
         ...(model !== undefined && { model }),
       };
       // A new entry each time: the totals already passed on stay what they were.
-      totals.set(key, {
+      (totals ??= new Map()).set(key, {
         ...entry,
         inputTokens: addCounts(entry.inputTokens, toCount(u.inputTokens)),
         outputTokens: addCounts(entry.outputTokens, toCount(u.outputTokens)),
