@@ -3,7 +3,8 @@
 // processes (upstream, relays, gateway) and the measuring client runs here. Writes bench/results.json.
 // Flags: --quick, --profile (cpu profile of the throughput gateway, top self-time functions printed),
 // --only=key,key (run some scenarios: throughput,latency,admission,python,state,pipeline,slow,idle),
-// --idle-count=N (fewer idle streams, for a quick look), --gateway-dist=DIR (bench a compiled tree other than dist/, e.g. a patched copy, for an A/B comparison).
+// --idle-count=N (fewer idle streams, for a quick look), --gateway-dist=DIR (bench a compiled tree other than dist/, e.g. a patched copy, for an A/B comparison),
+// --compare-dist=DIR (throughput also times the gateway built in DIR, e.g. an older commit's, in the same rotation: compareRatio).
 import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
@@ -28,6 +29,7 @@ const quick = argv.includes("--quick");
 const profile = argv.includes("--profile");
 const only = argv.find((a) => a.startsWith("--only="))?.slice(7).split(",");
 const gatewayDist = argv.find((a) => a.startsWith("--gateway-dist="))?.slice(15);
+const compareDist = argv.find((a) => a.startsWith("--compare-dist="))?.slice(15);
 const idleCount = Number(argv.find((a) => a.startsWith("--idle-count="))?.slice(13) ?? IDLE_TARGET);
 const wants = (name: string) => !only || only.includes(name);
 
@@ -43,6 +45,7 @@ const TARGETS = {
   stateWriteRedisMedianMs: "reported",
   admissionMedianMs: "reported",
   admissionRedisMedianMs: "≤ admissionMedianMs + 2",
+  compareRatio: "reported (--compare-dist)",
 } as const;
 type Key = keyof typeof TARGETS;
 
@@ -143,9 +146,17 @@ async function main(): Promise<void> {
       running.push(gateway);
       if (wants("throughput")) {
         await scenario("throughput", async () => {
-          const r = await throughput(ctx, { floor, raw, gateway });
+          let compare: System | undefined;
+          if (compareDist !== undefined) {
+            const other = resolveGatewayBuild(log, compareDist);
+            log(`  compared with: ${other.note}`);
+            compare = await startGatewaySystem(ctx, "gateway (compare)", { stateDir: await ctx.scratch("compare-state"), module: other.gateway });
+            running.push(compare);
+          }
+          const r = await throughput(ctx, { floor, raw, gateway, ...(compare && { compare }) });
           results.floorRatio = r.floorRatio;
           results.relayRatio = r.relayRatio;
+          if (r.compareRatio !== undefined) results.compareRatio = r.compareRatio;
           details.throughput = r.detail;
         });
       }

@@ -19,10 +19,18 @@ export interface System {
 export async function startGatewaySystem(
   ctx: BenchContext,
   name: string,
-  options: { heartbeatSeconds?: number; stateDir?: string; stateStore?: string; execArgv?: string[]; upstream?: { url: string; http2: boolean } } = {},
+  options: {
+    heartbeatSeconds?: number;
+    stateDir?: string;
+    stateStore?: string;
+    execArgv?: string[];
+    upstream?: { url: string; http2: boolean };
+    /** Another build's gateway module (--compare-dist); default the build under test. */
+    module?: string;
+  } = {},
 ): Promise<System> {
   const args: GatewayChildArgs = {
-    module: ctx.build.gateway,
+    module: options.module ?? ctx.build.gateway,
     a2aUrl: options.upstream?.url ?? ctx.upstream.ready.url,
     ...(options.upstream?.http2 && { a2aHttp2: true }),
     allowedRoots: [ctx.root],

@@ -46,15 +46,18 @@ export const THROUGHPUT_FRAMES = 100_000;
 export interface ThroughputResult {
   floorRatio: number;
   relayRatio: number;
+  /** With a compare build: the median over repetitions of (this gateway's events/s ÷ the compare build's, same repetition). */
+  compareRatio?: number;
   detail: Record<string, unknown>;
   gatewayEventsPerSec: number;
 }
 
-export async function throughput(ctx: BenchContext, systems: { floor: System; raw: System; gateway: System }): Promise<ThroughputResult> {
+export async function throughput(ctx: BenchContext, systems: { floor: System; raw: System; gateway: System; compare?: System }): Promise<ThroughputResult> {
   const frames = ctx.quick ? THROUGHPUT_FRAMES : 2 * THROUGHPUT_FRAMES;
-  const reps = ctx.quick ? 3 : 5;
+  // A comparison of two builds wants more pairs than a figure against the floor.
+  const reps = systems.compare ? (ctx.quick ? 9 : 15) : ctx.quick ? 3 : 5;
   const agent = new Agent({ keepAliveTimeout: 10_000 });
-  const order = [systems.floor, systems.raw, systems.gateway];
+  const order = [systems.floor, systems.raw, systems.gateway, ...(systems.compare ? [systems.compare] : [])];
   const runs = new Map<string, BurstRun[]>(order.map((s) => [s.name, []]));
   try {
     // Warm-up: JIT, connection pools, first-render caches.
@@ -76,12 +79,22 @@ export async function throughput(ctx: BenchContext, systems: { floor: System; ra
   // Events per CPU-second of the relaying process: far less sensitive to a busy shared machine than wall time.
   const epcs = (name: string) => median(runs.get(name)!.map((r) => r.records / ((r.cpuMs ?? Number.NaN) / 1000)));
   const gateway = eps(systems.gateway.name);
+  // Within one repetition both builds ran back to back, so the machine's drift cancels in their ratio.
+  const compareRuns = systems.compare ? runs.get(systems.compare.name)! : undefined;
+  const compareRatio = compareRuns
+    ? round(median(runs.get(systems.gateway.name)!.map((r, i) => r.eventsPerSec / compareRuns[i]!.eventsPerSec)), 3)
+    : undefined;
   const stats = await ctx.upstream.call<{ renderMisses: number }>("stats");
   return {
     floorRatio: round(gateway / eps(systems.floor.name), 3),
     relayRatio: round(gateway / eps(systems.raw.name), 3),
+    ...(compareRatio !== undefined && { compareRatio }),
     gatewayEventsPerSec: gateway,
     detail: {
+      ...(systems.compare && {
+        compareFloorRatio: round(eps(systems.compare.name) / eps(systems.floor.name), 3),
+        compareFloorRatioByCpu: round(epcs(systems.compare.name) / epcs(systems.floor.name), 3),
+      }),
       frames,
       reps,
       eventsPerSec: Object.fromEntries(order.map((s) => [s.name, Math.round(eps(s.name))])),
