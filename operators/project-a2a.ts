@@ -79,7 +79,8 @@ export function projectA2A(options: ProjectA2AOptions): OperatorFunction<A2AStre
 export function projectionStages(options: ProjectA2AOptions): Stage<unknown, unknown>[] {
   const { threadId, runId, contextId, taskId, scheduler, translate } = options;
   return [
-    readFramesStage({ historyFallback: options.historyFallback, scheduler }),
+    // guardIdentity and announceSession read a frame's ids only, and act only on ids they have not seen.
+    readFramesStage({ historyFallback: options.historyFallback, scheduler, skipRepeatedIds: true }),
     guardIdentityStage({ contextId, taskId, sessionId: options.session?.sessionId }),
     mapInterruptsStage({
       contextId,

@@ -46,6 +46,19 @@ describe("readFrames", () => {
     });
   });
 
+  it("with skipRepeatedIds, a frame part only when the ids differ from the last one emitted", () => {
+    runMarbles(eq, ({ cold, expectObservable }) => {
+      const frames = cold("a 9ms b 9ms c 9ms d", { a: f.text("a"), b: f.text("b"), c: f.task("WORKING"), d: f.text("d") });
+      expectObservable(frames.pipe(readFrames({ skipRepeatedIds: true }))).toBe("(ab) 6ms b 9ms c 9ms (eb)", {
+        a: frame(0),
+        b: expect.objectContaining({ type: "A2A_STATUS_TEXT" }),
+        // A task frame carries no session id: other ids, so a part (and no text).
+        c: { type: "A2A_FRAME", time: 20, taskId: "task-a1", contextId: "ctx-a1" },
+        e: frame(30),
+      });
+    });
+  });
+
   it("a frame it cannot read is A2A_PROTOCOL_ERROR", () => {
     runMarbles(eq, ({ cold, expectObservable }) => {
       expectObservable(cold("a", { a: null as never }).pipe(readFrames())).toBe("#", undefined, expect.objectContaining({ code: "A2A_PROTOCOL_ERROR" }));

@@ -9,7 +9,7 @@ import { requiredInputs } from "../lib/interrupts.js";
 import { canonicalJson, isObject } from "../lib/json.js";
 import { stageOperator, type Stage } from "../lib/stage.js";
 import type { A2AMessage, A2AStreamResponse, IacCodeSignal } from "../types.js";
-import type { ProjectionPart } from "./parts.js";
+import type { FramePart, ProjectionPart } from "./parts.js";
 
 const TURN_ENDING_STATES: ReadonlySet<string> = new Set([...TERMINAL_STATES, "input-required"]);
 
@@ -17,6 +17,11 @@ export interface ReadFramesOptions {
   /** Read the task history's last agent block when a task frame has no status text (default true). */
   historyFallback?: boolean;
   scheduler?: SchedulerLike;
+  /**
+   * Emit `A2A_FRAME` only when its ids differ from the last one emitted (default false: one per frame). For
+   * consumers that read the ids only, as projectA2A's do: most frames of a turn repeat the ids before them.
+   */
+  skipRepeatedIds?: boolean;
 }
 
 /**
@@ -35,8 +40,10 @@ export function readFrames(options: ReadFramesOptions = {}): OperatorFunction<A2
 export function readFramesStage(options: ReadFramesOptions = {}): Stage<A2AStreamResponse, ProjectionPart | IacCodeSignal> {
   const scheduler = options.scheduler ?? asyncScheduler;
   const historyFallback = options.historyFallback ?? true;
+  const skipRepeatedIds = options.skipRepeatedIds ?? false;
   return (out) => {
     const emit = (part: ProjectionPart | IacCodeSignal) => out.next(part);
+    let last: FramePart | undefined;
     const read = (frame: A2AStreamResponse) => {
       const time = Math.floor(scheduler.now());
       const result = resultOf(frame);
@@ -44,8 +51,12 @@ export function readFramesStage(options: ReadFramesOptions = {}): Stage<A2AStrea
       const taskId = taskIdOf(frame, result);
       const contextId = typeof result.contextId === "string" && result.contextId !== "" ? result.contextId : undefined;
       const sessionId = sessionIdOf(iac);
-      // One shape for every frame part (absent ids are undefined): the hot path stays monomorphic.
-      emit({ type: "A2A_FRAME", time, taskId, contextId, sessionId });
+      if (!skipRepeatedIds || last === undefined || last.taskId !== taskId || last.contextId !== contextId || last.sessionId !== sessionId) {
+        // One shape for every frame part (absent ids are undefined): the hot path stays monomorphic.
+        const part: FramePart = { type: "A2A_FRAME", time, taskId, contextId, sessionId };
+        if (skipRepeatedIds) last = part;
+        emit(part);
+      }
       if (iac) {
         if (isObject(iac.pipelineSnapshot)) emit({ type: "A2A_PIPELINE_SNAPSHOT", time, snapshot: iac.pipelineSnapshot });
         const batch = iac.pipelineBatch;
