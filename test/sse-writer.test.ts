@@ -91,3 +91,56 @@ describe("the writer's last-resort RUN_ERROR", () => {
     expect(german?.["message"]).not.toBe(english?.["message"]);
   });
 });
+
+describe("writeSse's socket writes", () => {
+  const textEvent = (i: number, delta = "x") =>
+    ({ type: EventType.TEXT_MESSAGE_CONTENT, messageId: "m", delta: `${delta}${i}`, timestamp: 1 }) as AguiOutput;
+
+  async function writesOf(events: (emit: (e: AguiOutput) => void, done: () => void) => void): Promise<{ writes: string[]; body: string }> {
+    const writes: string[] = [];
+    const local = createServer((_req, res) => {
+      const write = res.write.bind(res) as (chunk: unknown) => boolean;
+      res.write = ((chunk: unknown) => {
+        writes.push(typeof chunk === "string" ? chunk : Buffer.from(chunk as Uint8Array).toString("utf8"));
+        return write(chunk);
+      }) as typeof res.write;
+      void writeSse(res, () => new Observable<AguiOutput>((subscriber) => events((e) => subscriber.next(e), () => subscriber.complete())));
+    });
+    await new Promise<void>((resolve) => local.listen(0, "127.0.0.1", resolve));
+    try {
+      const { text } = await httpCall(`http://127.0.0.1:${(local.address() as AddressInfo).port}/`, { method: "GET" });
+      return { writes, body: text };
+    } finally {
+      await new Promise<void>((resolve) => local.close(() => resolve()));
+    }
+  }
+
+  it("the events of one tick leave in one write, in order; a later tick's in another", async () => {
+    const { writes, body } = await writesOf((emit, done) => {
+      // 100 records, about 8 KB: under the socket's high-water mark.
+      for (let i = 0; i < 100; i++) emit(textEvent(i));
+      setTimeout(() => {
+        emit(textEvent(100));
+        emit({ type: "HEARTBEAT" } as AguiOutput);
+        emit(textEvent(101));
+        done();
+      }, 20);
+    });
+    const records = (chunk: string) => chunk.split("\n\n").filter(Boolean);
+    expect(records(writes[0]!).map((r) => JSON.parse(r.slice(6)).delta)).toEqual(Array.from({ length: 100 }, (_, i) => `x${i}`));
+    // The heartbeat's bytes go after the text before them and before the text after them.
+    expect(writes.slice(1)).toEqual([expect.stringContaining('"x100"'), ": heartbeat\n\n", expect.stringContaining('"x101"')]);
+    expect(body).toBe(writes.join(""));
+  });
+
+  it("a burst longer than the socket's high-water mark is written in pieces of about that size, so the flow gate closes in time", async () => {
+    const delta = "y".repeat(1000);
+    const { writes, body } = await writesOf((emit, done) => {
+      for (let i = 0; i < 200; i++) emit(textEvent(i, delta));
+      done();
+    });
+    expect(writes.length).toBeGreaterThan(5);
+    for (const chunk of writes) expect(chunk.length).toBeLessThan(16 * 1024 + 1200);
+    expect(body.split("\n\n").filter(Boolean)).toHaveLength(200);
+  });
+});

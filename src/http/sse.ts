@@ -78,16 +78,29 @@ export function writeSse(
     res.flushHeaders();
     const gate = new DrainGate(res);
     let done = false;
-    // The events one upstream chunk produces leave in one socket write, not one write each.
+    // The events one upstream chunk produces leave in one socket write, not one write each: SSE records are
+    // joined into one string until the end of the tick (or until it reaches the socket's high-water mark, so
+    // the flow gate still closes in time), bytes (heartbeats, protobuf) go out corked behind them.
     let corked = false;
+    let text = "";
+    const flushText = () => {
+      if (text === "") return;
+      const chunk = text;
+      text = "";
+      if (!res.write(chunk)) gate.block();
+    };
     const uncork = () => {
       corked = false;
+      flushText();
       res.uncork();
     };
     const end = () => {
       if (done) return;
       done = true;
-      if (!res.writableEnded) res.end();
+      if (!res.writableEnded) {
+        flushText();
+        res.end();
+      }
       resolve("completed");
     };
     const encode = (event: AguiOutput): string | Uint8Array | undefined => {
@@ -101,6 +114,12 @@ export function writeSse(
         res.cork();
         process.nextTick(uncork);
       }
+      if (typeof record === "string") {
+        text += record;
+        if (text.length >= res.writableHighWaterMark) flushText();
+        return;
+      }
+      flushText();
       if (!res.write(record)) gate.block();
     };
     // What was written, so a stream cut short by an event we cannot encode still ends balanced.
