@@ -647,7 +647,10 @@ describe("the console in Chromium", () => {
 
     // A normal turn on the same thread still reads as one bubble, no candidate labels.
     await page.uncheck("#pipeline");
+    // The run before ended in success too: wait for this turn's run before reading its status.
+    const runs = await page.locator("#timeline .run").count();
     await send("list the resources");
+    await expect.poll(() => page.locator("#timeline .run").count()).toBe(runs + 1);
     await expect.poll(() => lastRun().getAttribute("data-status")).toBe("success");
     expect(await bubbles.last().locator(".reply-text").textContent()).toBe(NORMAL_REPLY("list the resources"));
     expect(await bubbles.last().locator(".reply-label").count()).toBe(0);
