@@ -51,8 +51,14 @@ function runEvents(context: RunContext, ticket: RunTicket, flow: FlowGate, endin
   const upstream = context.a2a.pacedBy({ ready: () => committing ?? flow.ready() });
   // Answers applied before this run; a resume adds the ones it delivers, all accepted before any frame is read.
   const appliedBefore = record.appliedResumeDigests.filter((d) => d.executionId === execution.executionId).map((d) => d.interruptId);
-  // Made when the projection starts, so an idle stream holds one copy; the session is read then too: a turn may
-  // have moved the thread to a new session first.
+  // The execution as the run found it, read now: a resume's plan changes `pending` before the projection starts
+  // (inputs it adds have no expiry yet; the projection gives them one because it does not know them).
+  const taskId = resume && execution.taskId !== null ? execution.taskId : undefined;
+  const knownInterrupts = new Map(interruptsOf(execution.pending, translateFor).map((i) => [i.id, i]));
+  const { pipelineOpenSteps: openSteps, pipelineSequence } = execution;
+  const textSnapshotDigests = execution.textSnapshotDigests ?? [];
+  // The options object itself is made when the projection starts, so an idle stream holds one copy; the session
+  // is read then too: a turn may have moved the thread to a new session first.
   const pipelineOptions = (appliedInputIds: readonly string[]): AguiPipelineOptions => ({
     threadId: request.threadId,
     session: sessionOf(record, resume),
@@ -60,17 +66,17 @@ function runEvents(context: RunContext, ticket: RunTicket, flow: FlowGate, endin
     runId: request.runId,
     ...(request.parentRunId !== undefined && { parentRunId: request.parentRunId }),
     contextId: record.contextId,
-    ...(resume && execution.taskId !== null && { taskId: execution.taskId }),
-    knownInterrupts: new Map(interruptsOf(execution.pending, translateFor).map((i) => [i.id, i])),
-    openSteps: execution.pipelineOpenSteps,
-    pipelineSequence: execution.pipelineSequence,
+    ...(taskId !== undefined && { taskId }),
+    knownInterrupts,
+    openSteps,
+    pipelineSequence,
     historyFallback: !resume,
     interruptTtlMs: context.options.interruptTtlMs,
     heartbeat: { intervalMs: context.options.heartbeatMs },
     language,
     translate: translateFor,
     cancelledOutcome: declaresAgui1(request.protocolVersion),
-    textSnapshotDigests: execution.textSnapshotDigests ?? [],
+    textSnapshotDigests,
     commit: (item) => {
       if (item.type === "IAC_CODE_TEXT_SEGMENT") {
         // Written with the next durable write (the interrupt commit, or the end of the run).
