@@ -22,6 +22,25 @@ describe("commitBeforeEmit", () => {
     });
   });
 
+  it("keep: an item it refuses is committed, holds what is behind it, and is not passed on (f: a fact to fold, not to show)", () => {
+    const committed: string[] = [];
+    runMarbles(eq, ({ cold, expectObservable }) => {
+      const write = cold("---|");
+      const out = cold("afib|").pipe(
+        commitBeforeEmit({
+          commit: (x) => {
+            committed.push(x);
+            return x === "f" ? write : undefined;
+          },
+          keep: (x) => x !== "f",
+          onFailure: () => "e",
+        }),
+      );
+      expectObservable(out).toBe("a---(ib|)");
+    });
+    expect(committed).toEqual(["a", "f", "i", "b"]);
+  });
+
   it("a failed write replaces the item and ends the stream", () => {
     runMarbles(eq, ({ cold, expectObservable, expectSubscriptions }) => {
       const src = cold("a-ib---c|");

@@ -9,6 +9,8 @@ import { operate, operatorObserver } from "./lib/operate.js";
 export interface CommitBeforeEmitOptions<T, F> {
   commit: (item: T) => ObservableInput<unknown> | undefined | void;
   onFailure: (error: unknown, item: T) => F;
+  /** After its commit, an item is passed on only when this says so (default: every item). */
+  keep?: (item: T) => boolean;
 }
 
 /**
@@ -21,7 +23,11 @@ export interface CommitBeforeEmitOptions<T, F> {
  * }))
  */
 export function commitBeforeEmit<T, F>(options: CommitBeforeEmitOptions<T, F>): OperatorFunction<T, T | F> {
+  const keep = options.keep;
   return operate<T, T | F>((source, subscriber) => {
+    const pass = (item: T) => {
+      if (keep === undefined || keep(item)) subscriber.next(item);
+    };
     // A queue read from `head` (shift() would make draining a long backlog quadratic).
     let queue: T[] = [];
     let head = 0;
@@ -48,7 +54,7 @@ export function commitBeforeEmit<T, F>(options: CommitBeforeEmitOptions<T, F>): 
           }
         }
         if (pending === undefined) {
-          subscriber.next(item);
+          pass(item);
           continue;
         }
         let settled = false;
@@ -61,7 +67,7 @@ export function commitBeforeEmit<T, F>(options: CommitBeforeEmitOptions<T, F>): 
           complete: () => {
             settled = true;
             writing = undefined;
-            subscriber.next(item);
+            pass(item);
             drain();
           },
         });
@@ -89,7 +95,7 @@ export function commitBeforeEmit<T, F>(options: CommitBeforeEmitOptions<T, F>): 
           } catch (error) {
             return fail(error, item);
           }
-          if (pending === undefined) return subscriber.next(item);
+          if (pending === undefined) return pass(item);
           queue.push(item);
           drain(pending);
         } else {

@@ -1,6 +1,6 @@
 // Public API: each operator on its own, and createAguiPipeline composing them into one AG-UI run.
 import { EventType } from "@ag-ui/core";
-import { filter, type ObservableInput, type OperatorFunction } from "rxjs";
+import { filter, type Observable, type ObservableInput, type OperatorFunction } from "rxjs";
 import { balanceSpans } from "./balance-spans.js";
 import { commitBeforeEmit } from "./commit-before-emit.js";
 import { dedupePipelineStage } from "./dedupe-pipeline.js";
@@ -67,6 +67,11 @@ export interface AguiPipelineOptions extends ProjectA2AOptions {
   cancelledOutcome?: boolean;
 }
 
+/** Not a text-segment digest or a projection fact: an event for the client. */
+function isWireItem(item: AguiEvent | TextSegmentDigest | ProjectionFact): item is AguiEvent {
+  return item.type !== "IAC_CODE_TEXT_SEGMENT" && !isProjectionFact(item);
+}
+
 // Which error a throw in each fused stage becomes: in dedupePipeline's and the projection's, a protocol error;
 // in the two after them, what was thrown. One array per length, shared by every stream.
 const FUSED_WRAPS = new Map<number, readonly ((thrown: unknown) => unknown)[]>();
@@ -96,7 +101,7 @@ export function createAguiPipeline(options: AguiPipelineOptions): OperatorFuncti
     // dedupePipeline → projectA2A → stripResumedText → namespaceCustom, fused into one operator (each with the
     // errors it would have on its own): one subscription per stream instead of four, one call per stage per item.
     const projection = projectionStages(options);
-    let events = frames.pipe(
+    const events = frames.pipe(
       fuseStages<A2AStreamResponse, AguiEvent | TextSegmentDigest | ProjectionFact>(
         [
           dedupePipelineStage(options.pipelineSequence !== undefined ? { afterSequence: options.pipelineSequence } : {}),
@@ -107,11 +112,14 @@ export function createAguiPipeline(options: AguiPipelineOptions): OperatorFuncti
         fusedWraps(projection.length),
       ),
     );
+    // Internal items end before balanceSpans: nothing after it, and nothing on the wire, sees them.
     const commit = options.commit;
+    let wire: Observable<AguiEvent>;
     if (commit) {
-      events = events.pipe(
+      wire = events.pipe(
         commitBeforeEmit<AguiEvent | TextSegmentDigest | ProjectionFact, AguiEvent>({
           commit,
+          keep: isWireItem,
           onFailure: (error) =>
             runErrorEvent(error, {
               timestamp: Math.floor(options.scheduler?.now() ?? Date.now()),
@@ -120,13 +128,11 @@ export function createAguiPipeline(options: AguiPipelineOptions): OperatorFuncti
               ...(options.language !== undefined && { language: options.language }),
             }),
         }),
-      );
+      ) as Observable<AguiEvent>;
+    } else {
+      wire = events.pipe(filter(isWireItem));
     }
-    let balanced = events.pipe(
-      // Internal items end here: nothing after this point, and nothing on the wire, sees them.
-      filter((item): item is AguiEvent => item.type !== "IAC_CODE_TEXT_SEGMENT" && !isProjectionFact(item)),
-      balanceSpans<AguiEvent>({ translate, ...(options.language !== undefined && { language: options.language }) }),
-    );
+    let balanced = wire.pipe(balanceSpans<AguiEvent>({ translate, ...(options.language !== undefined && { language: options.language }) }));
     if (options.cancelledOutcome) balanced = balanced.pipe(finishCancelled<AguiEvent>({ threadId: options.threadId, runId: options.runId }));
     const heartbeat = options.heartbeat ?? true;
     if (heartbeat === false) return balanced;
