@@ -4,7 +4,7 @@
 // envelope with a new id is kept even below the highest sequence seen — the reference drops it and loses
 // the late handoff frame.
 import type { OperatorFunction } from "rxjs";
-import { unprocessableFrame } from "./lib/a2a-read.js";
+import { onlySessionId, unprocessableFrame } from "./lib/a2a-read.js";
 import { isObject, toCount } from "./lib/json.js";
 import { stageOperator, type Stage } from "./lib/stage.js";
 import type { A2AStreamResponse, JsonObject } from "./types.js";
@@ -51,7 +51,7 @@ export function dedupePipelineStage(options: DedupePipelineOptions = {}): Stage<
     return {
       next: (frame) => {
         const iac = iacCodeOf(frame);
-        if (!iac || (iac.pipeline === undefined && iac.pipelineBatch === undefined)) return out.next(frame);
+        if (!iac || onlySessionId(iac) || (iac.pipeline === undefined && iac.pipelineBatch === undefined)) return out.next(frame);
         let changed: JsonObject | undefined;
         if (iac.pipeline !== undefined && !fresh(iac.pipeline)) {
           changed = { ...iac };

@@ -42,6 +42,15 @@ export function taskIdOf(frame: A2AStreamResponse, result: A2AResult & A2AMessag
   return typeof id === "string" && id !== "" ? id : undefined;
 }
 
+/**
+ * An iac_code object whose only key is `iacCodeSessionId`, as on most frames of a turn (text deltas): one pass over
+ * its keys, where reading each key the projection knows would miss a dozen times on objects of every shape.
+ */
+export function onlySessionId(iac: JsonObject): boolean {
+  for (const key in iac) if (key !== "iacCodeSessionId") return false;
+  return true;
+}
+
 /** Session id: top-level, then the single pipeline envelope, then the batch; first non-empty wins. */
 export function sessionIdOf(iac: JsonObject | undefined): string | undefined {
   if (!iac) return undefined;

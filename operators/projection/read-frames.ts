@@ -4,7 +4,7 @@
 // business of the stage that owns it. Tool progress and artifacts have no AG-UI event of their own and
 // leave as IAC_CODE_SIGNAL for namespaceCustom.
 import { asyncScheduler, type OperatorFunction, type SchedulerLike } from "rxjs";
-import { TERMINAL_STATES, iacCodeOf, isAgentRole, normalizeState, resultOf, sessionIdOf, taskIdOf, textOfMessage, unprocessableFrame } from "../lib/a2a-read.js";
+import { TERMINAL_STATES, iacCodeOf, onlySessionId, isAgentRole, normalizeState, resultOf, sessionIdOf, taskIdOf, textOfMessage, unprocessableFrame } from "../lib/a2a-read.js";
 import { requiredInputs } from "../lib/interrupts.js";
 import { canonicalJson, isObject } from "../lib/json.js";
 import { stageOperator, type Stage } from "../lib/stage.js";
@@ -57,15 +57,17 @@ export function readFramesStage(options: ReadFramesOptions = {}): Stage<A2AStrea
         if (skipRepeatedIds) last = part;
         emit(part);
       }
-      if (iac) {
-        if (isObject(iac.pipelineSnapshot)) emit({ type: "A2A_PIPELINE_SNAPSHOT", time, snapshot: iac.pipelineSnapshot });
-        const batch = iac.pipelineBatch;
+      // Most frames of a turn (text deltas) carry only the session id: their iac_code is not read key by key.
+      const rich = iac !== undefined && !onlySessionId(iac) ? iac : undefined;
+      if (rich) {
+        if (isObject(rich.pipelineSnapshot)) emit({ type: "A2A_PIPELINE_SNAPSHOT", time, snapshot: rich.pipelineSnapshot });
+        const batch = rich.pipelineBatch;
         if (isObject(batch) && Array.isArray(batch.events)) {
           for (const envelope of batch.events) if (isObject(envelope)) emit({ type: "A2A_PIPELINE_ENVELOPE", time, envelope });
         }
-        if (isObject(iac.pipeline)) emit({ type: "A2A_PIPELINE_ENVELOPE", time, envelope: iac.pipeline });
-        if (iac.thinking !== undefined) emit({ type: "A2A_REASONING", time, thinking: iac.thinking });
-        const tool = iac.tool;
+        if (isObject(rich.pipeline)) emit({ type: "A2A_PIPELINE_ENVELOPE", time, envelope: rich.pipeline });
+        if (rich.thinking !== undefined) emit({ type: "A2A_REASONING", time, thinking: rich.thinking });
+        const tool = rich.tool;
         if (isObject(tool)) {
           const name = typeof tool.name === "string" && tool.name ? tool.name : "tool";
           const call = { type: "A2A_TOOL_CALL", time, toolUseId: tool.toolUseId, name, ofCurrentMessage: true } as const;
@@ -85,19 +87,19 @@ export function readFramesStage(options: ReadFramesOptions = {}): Stage<A2AStrea
               break;
           }
         }
-        if (iac.usage !== undefined) emit({ type: "A2A_USAGE", time, usage: iac.usage });
+        if (rich.usage !== undefined) emit({ type: "A2A_USAGE", time, usage: rich.usage });
       }
       if ("artifactUpdate" in frame && isObject(frame.artifactUpdate.artifact)) {
         emit({ type: "IAC_CODE_SIGNAL", namespace: "artifact", value: { schemaVersion: 1, ...frame.artifactUpdate.artifact }, timestamp: time });
       }
       const message = result.status?.message;
       const delta = textOfMessage(message);
-      const final = iac !== undefined && isObject(iac.assistantFinal) && iac.assistantFinal.complete === true;
+      const final = rich !== undefined && isObject(rich.assistantFinal) && rich.assistantFinal.complete === true;
       const history = delta === "" && historyFallback && "task" in frame ? lastAgentBlock(result.history) : undefined;
       if (delta !== "" || (history !== undefined && history.text !== "")) {
         emit({ type: "A2A_STATUS_TEXT", time, delta, messageId: message?.messageId || undefined, final, history });
       }
-      const inputs = requiredInputs(iac);
+      const inputs = requiredInputs(rich);
       if (inputs.length > 0) emit({ type: "A2A_REQUIRED_INPUTS", time, inputs });
       // Only a state that ends the turn changes anything: a stream that ends on any other ends unfinished.
       const state = normalizeState(result.status?.state);
