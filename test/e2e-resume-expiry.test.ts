@@ -32,9 +32,11 @@ function handle(ex: RawExchange, res: RawResponder): void {
       }
       return res.end();
     }
-    case "GetTask":
+    case "GetTask": {
       // perm-b is news to the gateway: it first hears of it while it plans the answer to perm-a.
-      return reply({ id: TASK, contextId, ...parked({ input: permission("perm-a", "call-a"), pendingPermissions: [permission("perm-b", "call-b")] }).statusUpdate });
+      const { status, metadata } = parked({ input: permission("perm-a", "call-a"), pendingPermissions: [permission("perm-b", "call-b")] }).statusUpdate;
+      return reply({ id: TASK, contextId, status, metadata });
+    }
     case "SendMessage":
       return reply({ task: { id: TASK, contextId, status: { state: "TASK_STATE_WORKING" } } });
     default:
