@@ -11,7 +11,7 @@ import { isProjectionFact, type ProjectionFact } from "./facts.js";
 import { projectionStages, type ProjectA2AOptions } from "./project-a2a.js";
 import { unprocessableFrame } from "./lib/a2a-read.js";
 import { passThrown } from "./lib/operate.js";
-import { fuseStages, type Stage } from "./lib/stage.js";
+import { fuseStages, type Stage, type Wrap } from "./lib/stage.js";
 import { runErrorEvent } from "./lib/run-error-event.js";
 import { OPERATOR_TEXTS } from "./messages.js";
 import { stripResumedTextStage } from "./strip-resumed-text.js";
@@ -74,10 +74,10 @@ function isWireItem(item: AguiEvent | TextSegmentDigest | ProjectionFact): item 
 
 // Which error a throw in each fused stage becomes: in dedupePipeline's and the projection's, a protocol error;
 // in the two after them, what was thrown. One array per length, shared by every stream.
-const FUSED_WRAPS = new Map<number, readonly ((thrown: unknown) => unknown)[]>();
-function fusedWraps(projectionLength: number): readonly ((thrown: unknown) => unknown)[] {
+const FUSED_WRAPS = new Map<number, readonly Wrap[]>();
+function fusedWraps(projectionLength: number): readonly Wrap[] {
   let wraps = FUSED_WRAPS.get(projectionLength);
-  if (!wraps) FUSED_WRAPS.set(projectionLength, (wraps = [...new Array<typeof passThrown>(1 + projectionLength).fill(unprocessableFrame), passThrown, passThrown]));
+  if (!wraps) FUSED_WRAPS.set(projectionLength, (wraps = [...new Array<Wrap>(1 + projectionLength).fill(unprocessableFrame), passThrown, passThrown]));
   return wraps;
 }
 

@@ -1,6 +1,6 @@
 // Read-only accessors over A2A stream results, shared by the projection and the run layer.
 import { RunError, type A2AMessage, type A2AStreamResponse, type A2ATask, type A2ATaskStatus, type JsonObject } from "../types.js";
-import { isObject } from "./json.js";
+import { hasOnlyKey, isObject } from "./json.js";
 import { OPERATOR_TEXTS } from "../messages.js";
 
 export type A2AResult = A2ATask & { taskId?: string; artifact?: unknown; status?: A2ATaskStatus };
@@ -42,13 +42,9 @@ export function taskIdOf(frame: A2AStreamResponse, result: A2AResult & A2AMessag
   return typeof id === "string" && id !== "" ? id : undefined;
 }
 
-/**
- * An iac_code object whose only key is `iacCodeSessionId`, as on most frames of a turn (text deltas): one pass over
- * its keys, where reading each key the projection knows would miss a dozen times on objects of every shape.
- */
+/** An iac_code object whose only key is `iacCodeSessionId`, as on most frames of a turn (text deltas). */
 export function onlySessionId(iac: JsonObject): boolean {
-  for (const key in iac) if (key !== "iacCodeSessionId") return false;
-  return true;
+  return hasOnlyKey(iac, "iacCodeSessionId");
 }
 
 /** Session id: top-level, then the single pipeline envelope, then the batch; first non-empty wins. */

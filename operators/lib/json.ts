@@ -5,6 +5,15 @@ export function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 /**
+ * No enumerable key but `only` (absent or not). One pass over the keys, no array: per frame, this is cheaper than
+ * `Object.keys(…).length` or than reading each key a caller knows on objects of every shape.
+ */
+export function hasOnlyKey(value: object, only: string): boolean {
+  for (const key in value) if (key !== only) return false;
+  return true;
+}
+
+/**
  * Compact JSON with object keys sorted, the form digests and tool arguments are built from
  * (Python's `json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False)` for the same data).
  */

@@ -42,7 +42,7 @@ export function stageOperator<I, O>(stage: Stage<I, O>, wrap?: Wrap): OperatorFu
 }
 
 /** Turns what a stage threw into the error its downstream sees. */
-type Wrap = (thrown: unknown) => unknown;
+export type Wrap = (thrown: unknown) => unknown;
 
 /**
  * Stages run in order inside one operator: what stage k emits is the input of the next stage that reads

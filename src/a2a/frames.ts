@@ -6,7 +6,7 @@ import { z } from "zod";
 import { RunError, type A2AStreamResponse, type A2ATask } from "../../operators/types.js";
 import { assertIdLimits, assertInputLimits } from "./limits.js";
 import { messageText } from "../i18n/index.js";
-import { isObject } from "../../operators/lib/json.js";
+import { hasOnlyKey, isObject } from "../../operators/lib/json.js";
 
 const jsonObject = z.looseObject({});
 const optionalString = z.string().optional();
@@ -97,12 +97,6 @@ export function decodeStreamResult(result: unknown): A2AStreamResponse {
   assertInputLimits(payload);
   assertIdLimits(found, payload);
   return (hasOnlyKey(result, found) ? result : { [found]: payload }) as A2AStreamResponse;
-}
-
-// Not Object.keys(…).length: that allocates an array for every frame.
-function hasOnlyKey(value: Record<string, unknown>, only: string): boolean {
-  for (const key in value) if (key !== only) return false;
-  return true;
 }
 
 const isString = (x: unknown) => x === undefined || typeof x === "string";
