@@ -46,6 +46,16 @@ describe("fuseStages", () => {
     });
   });
 
+  it("with one wrap per stage, a throw is wrapped by the wrap of the stage that threw", () => {
+    const tag = (label: string) => (thrown: unknown) => ({ [label]: (thrown as Error).message });
+    runMarbles(eq, ({ cold, expectObservable }) => {
+      const first = fuseStages<number, number>(all([failOnThree, plusOne]), [tag("first"), tag("second")]);
+      expectObservable(cold("a-b", { a: 1, b: 3 }).pipe(first)).toBe("a-#", { a: 2 }, { first: "three" });
+      const second = fuseStages<number, number>(all([plusOne, failOnThree]), [tag("first"), tag("second")]);
+      expectObservable(cold("a-b", { a: 1, b: 2 }).pipe(second)).toBe("a-#", { a: 2 }, { second: "three" });
+    });
+  });
+
   it("after a stage completed its downstream nothing more reaches it, and the source is let go", () => {
     runMarbles(eq, ({ cold, expectObservable, expectSubscriptions }) => {
       const src = cold("a 9ms b 9ms c 9ms d|", { a: 1, b: 2, c: 3, d: 4 });
