@@ -4,7 +4,7 @@
 // envelope with a new id is kept even below the highest sequence seen — the reference drops it and loses
 // the late handoff frame.
 import type { OperatorFunction } from "rxjs";
-import { onlySessionId, unprocessableFrame } from "./lib/a2a-read.js";
+import { iacCodeOf as iacCodeOfResult, onlySessionId, unprocessableFrame } from "./lib/a2a-read.js";
 import { isObject, toCount } from "./lib/json.js";
 import { stageOperator, type Stage } from "./lib/stage.js";
 import type { A2AStreamResponse, JsonObject } from "./types.js";
@@ -88,9 +88,8 @@ function payloadKeyOf(frame: A2AStreamResponse): string {
 }
 
 function iacCodeOf(frame: A2AStreamResponse): JsonObject | undefined {
-  const meta = payloadOf(frame)?.metadata;
-  const iac = isObject(meta) ? meta.iac_code : undefined;
-  return isObject(iac) ? iac : undefined;
+  const payload = payloadOf(frame);
+  return payload && iacCodeOfResult(payload as { metadata?: JsonObject });
 }
 
 /** A copy of the frame with another iac_code object; the original frame is never mutated. */

@@ -5,6 +5,7 @@
 // RUN_FINISHED that announces them and copied into the thread's state file.
 import { RunError } from "../../operators/types.js";
 import { messageText } from "../i18n/index.js";
+import { iacCodeOf as iacCodeOfResult } from "../../operators/lib/a2a-read.js";
 import { isObject } from "../../operators/lib/json.js";
 
 export const UPSTREAM_LIMITS = {
@@ -162,9 +163,6 @@ function withinSize(root: unknown, budget: number): boolean {
 }
 
 function iacCodeOf(payload: unknown): Record<string, unknown> | undefined {
-  if (!isObject(payload)) return undefined;
-  const meta = payload.metadata;
-  const iac = isObject(meta) ? meta.iac_code : undefined;
-  return isObject(iac) ? iac : undefined;
+  return isObject(payload) ? iacCodeOfResult(payload) : undefined;
 }
 
