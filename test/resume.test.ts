@@ -2,7 +2,8 @@
 // the reconcile against the kernel's task, and how each kind of answer is encoded for A2A.
 import { describe, expect, it } from "vitest";
 import { RunError, type A2ATask, type InputValue } from "../operators/index.js";
-import { encodeAnswer, planResume, resumeDigest, type PlannedAnswer } from "../src/runs/resume.js";
+import { encodeAnswer, planResume, resumeDigest, type PlannedAnswer, type ResumePlan } from "../src/runs/resume.js";
+import { isRefusal, reconcilePending } from "../src/runs/transitions.js";
 import type { ResumeEntry } from "../src/runs/input.js";
 import type { PendingEntry, ThreadRecord } from "../src/state/thread-store.js";
 
@@ -58,78 +59,95 @@ function refusal(run: () => unknown): string {
   throw new Error("expected a RunError");
 }
 
+/** The plan, a refusal thrown (as the resume flow meets it). */
+function plan(...args: Parameters<typeof planResume>): Exclude<ResumePlan, { kind: "refused" }> {
+  const planned = planResume(...args).plan;
+  if (planned.kind === "refused") throw planned.error;
+  return planned;
+}
+
+/** The record as the resume flow writes it after planning, refused or not (planResume itself changes nothing). */
+function reconciled(...args: Parameters<typeof planResume>): ThreadRecord {
+  const before = structuredClone(args[0]);
+  const planned = planResume(...args);
+  expect(args[0]).toEqual(before);
+  const after = reconcilePending(planned.pending, planned.recovered, 256)(args[0]);
+  if (isRefusal(after)) throw after.refused;
+  return after;
+}
+
 describe("planResume", () => {
   it("applies a resolved permission with its decision and the entry's digest", () => {
     const entry = allow();
-    const plan = planResume(record(), [entry], undefined, NOW);
-    expect(plan.kind).toBe("apply");
-    if (plan.kind !== "apply") return;
-    expect(plan.answers).toHaveLength(1);
-    expect(plan.answers[0]).toMatchObject({ entry, decision: "allow_once", digest: resumeDigest(entry) });
+    const planned = plan(record(), [entry], undefined, NOW);
+    expect(planned.kind).toBe("apply");
+    if (planned.kind !== "apply") return;
+    expect(planned.answers).toHaveLength(1);
+    expect(planned.answers[0]).toMatchObject({ entry, decision: "allow_once", digest: resumeDigest(entry) });
   });
 
   it("turns a cancelled permission into deny, and a cancelled question into cancelling the task", () => {
-    const deny = planResume(record(), [{ interruptId: permission.inputId, status: "cancelled" }], undefined, NOW);
+    const deny = plan(record(), [{ interruptId: permission.inputId, status: "cancelled" }], undefined, NOW);
     expect(deny.kind === "apply" && deny.answers[0]?.decision).toBe("deny");
     const pending = { [question.inputId]: { value: question, sideband: false } };
-    expect(planResume(record(pending), [{ interruptId: question.inputId, status: "cancelled" }], undefined, NOW).kind).toBe("cancel");
+    expect(plan(record(pending), [{ interruptId: question.inputId, status: "cancelled" }], undefined, NOW).kind).toBe("cancel");
   });
 
   it("refuses when there is no task or nothing pending: EXECUTION_LOST, or RESUME_ALREADY_APPLIED for the same answer again", () => {
     const lost = record();
     lost.execution.taskId = null;
-    expect(refusal(() => planResume(lost, [allow()], undefined, NOW))).toBe("EXECUTION_LOST");
+    expect(refusal(() => plan(lost, [allow()], undefined, NOW))).toBe("EXECUTION_LOST");
     const done = record({});
     done.appliedResumeDigests.push({ executionId: "exec-1", interruptId: permission.inputId, digest: resumeDigest(allow()) });
-    expect(refusal(() => planResume(done, [allow()], undefined, NOW))).toBe("RESUME_ALREADY_APPLIED");
+    expect(refusal(() => plan(done, [allow()], undefined, NOW))).toBe("RESUME_ALREADY_APPLIED");
     const other = { interruptId: permission.inputId, status: "resolved" as const, payload: { decision: "deny" } };
-    expect(refusal(() => planResume(done, [other], undefined, NOW))).toBe("EXECUTION_LOST");
+    expect(refusal(() => plan(done, [other], undefined, NOW))).toBe("EXECUTION_LOST");
   });
 
   it("refuses an expired interrupt with EXECUTION_EXPIRED", () => {
     const expired = record({ [permission.inputId]: { value: permission, sideband: false, expiresAt: new Date(NOW - 1).toISOString() } });
-    expect(refusal(() => planResume(expired, [allow()], undefined, NOW))).toBe("EXECUTION_EXPIRED");
+    expect(refusal(() => plan(expired, [allow()], undefined, NOW))).toBe("EXECUTION_EXPIRED");
     const fresh = record({ [permission.inputId]: { value: permission, sideband: false, expiresAt: new Date(NOW + 1).toISOString() } });
-    expect(planResume(fresh, [allow()], undefined, NOW).kind).toBe("apply");
+    expect(plan(fresh, [allow()], undefined, NOW).kind).toBe("apply");
   });
 
   it("refuses duplicate ids, unknown ids and a partial answer set", () => {
-    expect(refusal(() => planResume(record(), [allow(), allow()], undefined, NOW))).toBe("INCOMPLETE_RESUME");
-    expect(refusal(() => planResume(record(), [allow(), allow("nobody")], undefined, NOW))).toBe("UNKNOWN_INTERRUPT");
+    expect(refusal(() => plan(record(), [allow(), allow()], undefined, NOW))).toBe("INCOMPLETE_RESUME");
+    expect(refusal(() => plan(record(), [allow(), allow("nobody")], undefined, NOW))).toBe("UNKNOWN_INTERRUPT");
     const two = record({ [permission.inputId]: { value: permission, sideband: false }, [question.inputId]: { value: question, sideband: false } });
-    expect(refusal(() => planResume(two, [allow()], undefined, NOW))).toBe("INCOMPLETE_RESUME");
+    expect(refusal(() => plan(two, [allow()], undefined, NOW))).toBe("INCOMPLETE_RESUME");
   });
 
   it("refuses a resolved answer without a payload or with one its schema rejects", () => {
-    expect(refusal(() => planResume(record(), [{ interruptId: permission.inputId, status: "resolved" }], undefined, NOW))).toBe("RESUME_PAYLOAD_INVALID");
+    expect(refusal(() => plan(record(), [{ interruptId: permission.inputId, status: "resolved" }], undefined, NOW))).toBe("RESUME_PAYLOAD_INVALID");
     const bad = { interruptId: permission.inputId, status: "resolved" as const, payload: { decision: "always" } };
-    expect(refusal(() => planResume(record(), [bad], undefined, NOW))).toBe("RESUME_PAYLOAD_INVALID");
+    expect(refusal(() => plan(record(), [bad], undefined, NOW))).toBe("RESUME_PAYLOAD_INVALID");
   });
 
   it("refuses a different answer to an id already applied, and drops an id applied with the same answer", () => {
     const changed = record();
     changed.appliedResumeDigests.push({ executionId: "exec-1", interruptId: permission.inputId, digest: "0".repeat(64) });
-    expect(refusal(() => planResume(changed, [allow()], undefined, NOW))).toBe("RESUME_ALREADY_APPLIED");
+    expect(refusal(() => plan(changed, [allow()], undefined, NOW))).toBe("RESUME_ALREADY_APPLIED");
     // Applied digests of another execution do not count.
     const elsewhere = record();
     elsewhere.appliedResumeDigests.push({ executionId: "exec-0", interruptId: permission.inputId, digest: "0".repeat(64) });
-    expect(planResume(elsewhere, [allow()], undefined, NOW).kind).toBe("apply");
+    expect(plan(elsewhere, [allow()], undefined, NOW).kind).toBe("apply");
   });
 
   it("clears the pending set and refuses when the kernel's task is already terminal", () => {
     const r = record();
     const task = { id: "task-1", contextId: "context-1", status: { state: "TASK_STATE_COMPLETED" } } as A2ATask;
-    expect(refusal(() => planResume(r, [allow()], task, NOW))).toBe("EXECUTION_LOST");
-    expect(r.execution.pending).toEqual({});
+    expect(refusal(() => plan(r, [allow()], task, NOW))).toBe("EXECUTION_LOST");
+    expect(reconciled(r, [allow()], task, NOW).execution.pending).toEqual({});
   });
 
   it("announces inputs the kernel shows that nobody has seen yet instead of sending anything", () => {
     const r = record();
-    const plan = planResume(r, [allow()], waitingTask(permission, question), NOW);
-    expect(plan.kind).toBe("announce");
-    if (plan.kind !== "announce") return;
-    expect(Object.keys(plan.pending).sort()).toEqual([permission.inputId, question.inputId].sort());
-    expect(plan.pending[question.inputId]?.sideband).toBe(true);
+    const planned = plan(r, [allow()], waitingTask(permission, question), NOW);
+    expect(planned.kind).toBe("announce");
+    if (planned.kind !== "announce") return;
+    expect(Object.keys(planned.pending).sort()).toEqual([permission.inputId, question.inputId].sort());
+    expect(planned.pending[question.inputId]?.sideband).toBe(true);
   });
 
   it("records an answer the kernel took but the gateway never recorded, so it is never sent twice", () => {
@@ -140,15 +158,16 @@ describe("planResume", () => {
       status: { state: "TASK_STATE_WORKING" },
       history: [{ messageId: `agui-resume-x-${permission.inputId}`, role: "ROLE_USER", parts: [] }],
     } as unknown as A2ATask;
-    expect(refusal(() => planResume(r, [allow()], task, NOW))).toBe("RESUME_ALREADY_APPLIED");
-    expect(r.appliedResumeDigests).toEqual([{ executionId: "exec-1", interruptId: permission.inputId, digest: resumeDigest(allow()) }]);
-    expect(r.execution.pending).toEqual({});
+    expect(refusal(() => plan(r, [allow()], task, NOW))).toBe("RESUME_ALREADY_APPLIED");
+    const after = reconciled(r, [allow()], task, NOW);
+    expect(after.appliedResumeDigests).toEqual([{ executionId: "exec-1", interruptId: permission.inputId, digest: resumeDigest(allow()) }]);
+    expect(after.execution.pending).toEqual({});
   });
 
   it("gives up an interrupt the waiting kernel no longer asks for (EXECUTION_LOST)", () => {
     const r = record();
-    expect(refusal(() => planResume(r, [allow()], waitingTask(question), NOW))).toBe("EXECUTION_LOST");
-    expect(r.execution.pending).toEqual({});
+    expect(refusal(() => plan(r, [allow()], waitingTask(question), NOW))).toBe("EXECUTION_LOST");
+    expect(reconciled(r, [allow()], waitingTask(question), NOW).execution.pending).toEqual({});
   });
 });
 

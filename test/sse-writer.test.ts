@@ -48,7 +48,9 @@ beforeAll(async () => {
     const language = new URL(req.url ?? "/", "http://x").searchParams.get("lang");
     void writeSse(res, () => run(BAD[which]!), {
       proto: req.headers.accept === "application/vnd.ag-ui.event+proto",
-      onFailure: (error) => failures.push(error),
+      onFailure: (error) => {
+        failures.push(error);
+      },
       ...(language === "de" && { language }),
     });
   });

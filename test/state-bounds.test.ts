@@ -14,10 +14,10 @@ import {
   DEFAULT_RUN_ID_WINDOW,
   TEXT_SEGMENT_WINDOW,
   idRecord,
-  rememberAppliedDigest,
-  rememberRunDigest,
-  rememberTerminalExecution,
-  rememberTextSegment,
+  withAppliedDigest,
+  withRunDigest,
+  withTerminalExecution,
+  withTextSegment,
 } from "../src/state/windows.js";
 import { allowOnce, interruptsOf, resumeInput, startDurableStack, type DurableStack } from "./helpers/durable.js";
 import { frame, postRaw, promptOf, runWithHttpAgent } from "./helpers/e2e.js";
@@ -153,7 +153,7 @@ describe("state growth", () => {
   it(`applied answers of one execution stop at ${CURRENT_EXECUTION_ANSWERS}, oldest dropped first`, () => {
     const record = { appliedResumeDigests: [] } as unknown as ThreadRecord;
     for (let i = 0; i < CURRENT_EXECUTION_ANSWERS + 10; i++) {
-      rememberAppliedDigest(record, { executionId: "now", interruptId: `i-${i}`, digest: "d".repeat(64) }, 8);
+      record.appliedResumeDigests = withAppliedDigest(record.appliedResumeDigests, { executionId: "now", interruptId: `i-${i}`, digest: "d".repeat(64) }, 8);
     }
     expect(record.appliedResumeDigests).toHaveLength(CURRENT_EXECUTION_ANSWERS);
     expect(record.appliedResumeDigests[0]!.interruptId).toBe("i-10");
@@ -163,18 +163,20 @@ describe("state growth", () => {
   it("applied answers: older executions' leave the window oldest first, the current execution's all stay", () => {
     const record = { appliedResumeDigests: [] } as unknown as ThreadRecord;
     const answer = (executionId: string, interruptId: string) => ({ executionId, interruptId, digest: "d".repeat(64) });
-    for (const id of ["a", "b", "c"]) rememberAppliedDigest(record, answer("old", id), 3);
-    rememberAppliedDigest(record, answer("now", "x"), 3);
+    const remember = (entry: ReturnType<typeof answer>) => (record.appliedResumeDigests = withAppliedDigest(record.appliedResumeDigests, entry, 3));
+    for (const id of ["a", "b", "c"]) remember(answer("old", id));
+    remember(answer("now", "x"));
     expect(record.appliedResumeDigests.map((d) => `${d.executionId}:${d.interruptId}`)).toEqual(["old:b", "old:c", "now:x"]);
-    for (const id of ["y", "z", "w"]) rememberAppliedDigest(record, answer("now", id), 3);
+    for (const id of ["y", "z", "w"]) remember(answer("now", id));
     expect(record.appliedResumeDigests.map((d) => `${d.executionId}:${d.interruptId}`)).toEqual(["now:x", "now:y", "now:z", "now:w"]);
   });
 
   it(`text-segment digests of one execution stop at ${TEXT_SEGMENT_WINDOW}, oldest dropped first, and load back in that order`, () => {
     const execution = { textSnapshotDigests: [] } as unknown as ThreadRecord["execution"];
     const digestOf = (i: number) => createHash("sha256").update(`segment ${i}`).digest("hex");
-    for (let i = 0; i < TEXT_SEGMENT_WINDOW + 500; i++) rememberTextSegment(execution, digestOf(i));
-    rememberTextSegment(execution, digestOf(TEXT_SEGMENT_WINDOW + 499)); // a repeat changes nothing
+    const remember = (digest: string) => (execution.textSnapshotDigests = withTextSegment(execution.textSnapshotDigests, digest));
+    for (let i = 0; i < TEXT_SEGMENT_WINDOW + 500; i++) remember(digestOf(i));
+    remember(digestOf(TEXT_SEGMENT_WINDOW + 499)); // a repeat changes nothing
     expect(execution.textSnapshotDigests).toHaveLength(TEXT_SEGMENT_WINDOW);
     expect(execution.textSnapshotDigests![0]).toBe(digestOf(500));
     expect(execution.textSnapshotDigests!.at(-1)).toBe(digestOf(TEXT_SEGMENT_WINDOW + 499));
@@ -195,8 +197,8 @@ describe("state growth", () => {
     };
     const sizes: number[] = [];
     for (let i = 0; i < 1_000; i++) {
-      rememberRunDigest(record, randomUUID(), "a".repeat(64), DEFAULT_RUN_ID_WINDOW);
-      rememberTerminalExecution(record, randomUUID(), DEFAULT_RUN_ID_WINDOW);
+      record.runDigests = withRunDigest(record.runDigests, randomUUID(), "a".repeat(64), DEFAULT_RUN_ID_WINDOW);
+      record.terminalExecutionIds = withTerminalExecution(record.terminalExecutionIds, randomUUID(), DEFAULT_RUN_ID_WINDOW);
       sizes.push(serializeThreadRecord(record).length);
     }
     expect(sizes[999]).toBe(sizes[DEFAULT_RUN_ID_WINDOW]);

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ThreadRepository } from "../src/runs/thread-repository.js";
 import { closeRedisConnection, createRedisConnection, waitForRedisReady } from "../src/state/redis-connection.js";
 import { RedisThreadStore } from "../src/state/redis-store.js";
-import { MemoryThreadStore, StateUnavailableError } from "../src/state/thread-store.js";
+import { MemoryThreadStore, StateUnavailableError, type ThreadRecord } from "../src/state/thread-store.js";
+import type { Transition } from "../src/runs/transitions.js";
 import { silentLogger } from "./helpers/logger.js";
 import { startRedis, type RedisServer } from "./helpers/redis.js";
 import { threadRecord } from "./helpers/thread-record.js";
@@ -36,6 +37,13 @@ function replicas(leaseTtlMs = 600): { a: ThreadRepository; b: ThreadRepository;
   return { a, b, store: open() };
 }
 
+/** Writes `record` as the thread's, as admission does. */
+const write = (repository: ThreadRepository, record: ThreadRecord) => repository.locked(record.threadId, (thread) => thread.write(record));
+
+const cursorAt =
+  (pipelineSequence: number): Transition =>
+  (record) => ({ ...record, execution: { ...record.execution, pipelineSequence } });
+
 describe("thread repository over a shared store", () => {
   it("grants a thread to one replica at a time, and to the other once it is given back", async () => {
     const { a, b } = replicas();
@@ -52,25 +60,23 @@ describe("thread repository over a shared store", () => {
 
   it("writes only under a claim, compare-and-set on the version it read", async () => {
     const { a, b, store } = replicas();
-    await expect(a.persist(threadRecord("t1"))).rejects.toBeInstanceOf(StateUnavailableError);
+    await expect(write(a, threadRecord("t1"))).rejects.toBeInstanceOf(StateUnavailableError);
     expect(await store.load("t1")).toBeUndefined();
 
     await a.claim("t1");
     const record = threadRecord("t1");
-    await a.persist(record);
-    record.execution.pipelineSequence = 9;
-    await a.persist(record);
+    await write(a, record);
+    await a.update("t1", cursorAt(9));
     expect((await store.loadVersioned("t1"))?.version).toBe(2);
     await a.unclaim("t1");
 
-    // B reads version 2, writes; a record object A still holds from before is stale for A's next claim.
+    // B reads version 2, writes; a record A still holds from before is stale for A's next claim.
     await b.claim("t1");
-    const seenByB = (await b.load("t1"))!;
-    seenByB.execution.pipelineSequence = 10;
-    await b.persist(seenByB);
+    expect((await b.read("t1"))?.execution.pipelineSequence).toBe(9);
+    await b.update("t1", cursorAt(10));
     await b.unclaim("t1");
     await a.claim("t1");
-    await expect(a.persist(record)).rejects.toThrow(/version|stale/i);
+    await expect(write(a, record)).rejects.toThrow(/version|stale/i);
     expect((await store.load("t1"))?.execution.pipelineSequence).toBe(10);
     await a.unclaim("t1");
   });
@@ -79,24 +85,22 @@ describe("thread repository over a shared store", () => {
     const { a, b } = replicas();
     await a.claim("t1");
     const mine = threadRecord("t1");
-    a.keep(mine);
-    await a.persist(mine);
-    expect(await a.load("t1")).toBe(mine);
+    a.hold("t1");
+    await write(a, mine);
+    expect(await a.read("t1")).toBe(mine);
     await a.unclaim("t1");
     expect(a.isLoaded("t1")).toBe(false);
     await b.claim("t1");
-    const theirs = (await b.load("t1"))!;
-    theirs.execution.pipelineSequence = 42;
-    await b.persist(theirs);
+    await b.update("t1", cursorAt(42));
     await b.unclaim("t1");
-    expect((await a.load("t1"))?.execution.pipelineSequence).toBe(42);
+    expect((await a.read("t1"))?.execution.pipelineSequence).toBe(42);
   });
 
   it("reports a claim that lapses (another replica took the thread) and fences every write after it", async () => {
     const { a, b, store } = replicas(300);
     await a.claim("t1");
     const record = threadRecord("t1");
-    await a.persist(record);
+    await write(a, record);
     const lapsed = a.claimLapsed("t1");
     expect(lapsed).toBeDefined();
     // The lease vanishes behind A's back (an operator, a failover): B takes the thread.
@@ -110,8 +114,7 @@ describe("thread repository over a shared store", () => {
     expect(await b.claim("t1")).toEqual({ claimed: true });
     const outcome = await Promise.race([lapsed!.then(() => "lapsed"), new Promise((resolve) => setTimeout(() => resolve("still held"), 2_000))]);
     expect(outcome).toBe("lapsed");
-    record.execution.pipelineSequence = 77;
-    await expect(a.persist(record)).rejects.toBeInstanceOf(StateUnavailableError);
+    await expect(a.update("t1", cursorAt(77))).rejects.toBeInstanceOf(StateUnavailableError);
     expect((await store.load("t1"))?.execution.pipelineSequence).toBe(3);
     await a.unclaim("t1");
     // A's release did not free B's lease.
@@ -154,9 +157,9 @@ describe("thread repository over a store of its own", () => {
     expect(await repository.claim("t1")).toEqual({ claimed: true });
     expect(repository.claimLapsed("t1")).toBeUndefined();
     const record = threadRecord("t1");
-    repository.keep(record);
-    await repository.persist(record);
+    repository.hold("t1");
+    await write(repository, record);
     await repository.unclaim("t1");
-    expect(await repository.load("t1")).toBe(record);
+    expect(await repository.read("t1")).toBe(record);
   });
 });

@@ -13,7 +13,7 @@ import { BodyBudget, CANCEL_BODY, RUN_BODY, drainUnreadBody, parseJsonObject, re
 import { GatewayError, errorEnvelope as envelopeOf, gatewayErrorOf } from "../errors.js";
 import { httpErrors } from "./errors.js";
 import type { StreamSelfCheck } from "./self-check.js";
-import { admitRun, startRunStream, streamObservation } from "./run-route.js";
+import { admitRequest, startRunStream, streamObservation } from "./run-route.js";
 import { agentCapabilities } from "./capabilities.js";
 import { metricsText, type GatewayMetrics } from "../ops/metrics.js";
 
@@ -106,9 +106,9 @@ export function createApp(options: AppOptions): Koa<State> {
   router.post("/", requireAuth(options.authToken), requireJson, holdsBody, async (ctx) => {
     const body = await readJsonBody(ctx, MAX_REQUEST_BYTES, RUN_BODY);
     ctx.state.language = normalizeLanguage(peekPreferredLanguage(body)) ?? ctx.state.language;
-    const admitted = await admitRun(options, body, ctx.state.language);
+    const session = await admitRequest(options, body, ctx.state.language);
     ctx.respond = false;
-    startRunStream(options, ctx, admitted);
+    startRunStream(options, ctx, session);
   });
 
   router.post("/extensions/iac-code/v1/executions/:executionId/cancel", requireAuth(options.authToken), requireJson, holdsBody, async (ctx) => {
@@ -118,7 +118,7 @@ export function createApp(options: AppOptions): Koa<State> {
       throw new GatewayError(400, "INVALID_INPUT", messageText("cancel.idsRequired"));
     }
     const executionId = ctx.params.executionId!;
-    const outcome = await options.runs.cancel(executionId, threadId, rosInvocationId);
+    const outcome = await options.runs.cancel({ executionId, threadId, rosInvocationId });
     if (outcome === "not_found") throw new GatewayError(404, "EXECUTION_NOT_FOUND", messageText("execution.notFound"));
     ctx.body = { executionId, status: outcome };
   });
@@ -130,7 +130,8 @@ export function createApp(options: AppOptions): Koa<State> {
     const known = Object.keys(body).every((k) => ["threadId", "runId", "rosInvocationId", "afterSequence"].includes(k));
     if (!strings || !known) throw new GatewayError(400, "INVALID_INPUT", messageText("observe.invalid"));
     const language = ctx.state.language;
-    const events = await options.runs.observe(ctx.params.executionId!, threadId as string, runId as string, rosInvocationId as string, language);
+    const observation = { executionId: ctx.params.executionId!, threadId: threadId as string, runId: runId as string, rosInvocationId: rosInvocationId as string, language };
+    const events = await options.runs.observe(observation);
     ctx.respond = false;
     await streamObservation(options, ctx, events, language);
   });

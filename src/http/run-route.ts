@@ -4,18 +4,21 @@ import type { Context } from "koa";
 import type { Observable } from "rxjs";
 import type { AguiOutput } from "../../operators/index.js";
 import { normalizeLanguage, type Language } from "../i18n/index.js";
-import { resolveCwd } from "../runs/cwd.js";
+import { checkCwd } from "../runs/cwd.js";
 import { INPUT_ERROR_BASES, InputError, latestUserMessage, parseRunAgentInput } from "../runs/input.js";
 import { buildUserParts } from "../runs/parts.js";
-import { runDigest, type RunTicket } from "../runs/service.js";
+import { runDigest, type RunSession } from "../runs/service.js";
 import type { AppOptions } from "./app.js";
 import { acceptsProto, writeSse } from "./sse.js";
 
-/** Validates the body, builds the user's parts and admits the run (refusals are thrown GatewayErrors). */
-export async function admitRun(options: AppOptions, body: Record<string, unknown>, language: Language): Promise<RunTicket> {
+/**
+ * Validates the body, builds the user's parts and checks the workspace (creating nothing), then hands the run to
+ * admission. Refusals are thrown GatewayErrors; a refused request leaves no trace.
+ */
+export async function admitRequest(options: AppOptions, body: Record<string, unknown>, language: Language): Promise<RunSession> {
   const request = parseRunAgentInput(body);
   if (request.ignoredForwardedProps > 0) options.metrics?.forwardedPropsIgnored.inc(request.ignoredForwardedProps);
-  const cwd = await resolveCwd(request.iacCode.cwd, options.allowedRoots);
+  const workspace = await checkCwd(request.iacCode.cwd, options.allowedRoots);
   let parts: ReturnType<typeof buildUserParts> = [];
   let messageId = `agui-resume-${request.runId}`;
   if (request.resume === undefined) {
@@ -25,7 +28,7 @@ export async function admitRun(options: AppOptions, body: Record<string, unknown
     messageId = message.id;
   }
   const runLanguage = normalizeLanguage(request.iacCode.preferredLanguage) ?? language;
-  return await options.runs.admit(request, runDigest(body), cwd, parts, messageId, runLanguage);
+  return await options.runs.admit({ request, digest: runDigest(body), workspace, parts, messageId, language: runLanguage });
 }
 
 /**
@@ -33,8 +36,9 @@ export async function admitRun(options: AppOptions, body: Record<string, unknown
  * instead of holding a suspended frame per middleware for as long as the stream lasts (hours, for a
  * parked interrupt). Everything after this point is the stream's.
  */
-export function startRunStream(options: AppOptions, ctx: Context, admitted: RunTicket): void {
+export function startRunStream(options: AppOptions, ctx: Context, session: RunSession): void {
   const metrics = options.metrics;
+  const { logger, language } = session.ticket;
   const check = options.selfCheck?.();
   // Counted locally and added to the metric once per stream: prom-client per event costs on the hot path.
   const counts = new Map<string, number>();
@@ -46,17 +50,18 @@ export function startRunStream(options: AppOptions, ctx: Context, admitted: RunT
   metrics?.activeStreams.inc();
   const res = ctx.res;
   const onFailure = (error: unknown) => {
-    admitted.logger.error({ err: error }, "an event could not be written; the run ends here");
+    logger.error({ err: error }, "an event could not be written; the run ends here");
     metrics?.streamWriteFailures.inc();
-    options.runs.abandon(admitted);
+    // The run's end (its task cancelled, its thread given back) comes before the RUN_ERROR that says so.
+    return session.ended();
   };
-  void writeSse(res, (gate) => options.runs.stream(admitted, gate), { onEvent, onFailure, proto: acceptsProto(ctx.get("Accept")), language: admitted.language })
+  void writeSse(res, (gate) => options.runs.stream(session, gate), { onEvent, onFailure, proto: acceptsProto(ctx.get("Accept")), language })
     .then((ended) => {
       // A run the client walked away from is incomplete by the client's choice, not the gateway's.
       if (ended === "completed") check?.end();
     })
     .catch((error: unknown) => {
-      admitted.logger.error({ err: error }, "stream failed");
+      logger.error({ err: error }, "stream failed");
       res.destroy();
     })
     .finally(() => {

@@ -52,10 +52,10 @@ export interface SseOptions {
   /** Length-prefixed protobuf frames (`application/vnd.ag-ui.event+proto`) instead of SSE; no heartbeats. */
   proto?: boolean;
   /**
-   * An event could not be encoded (or a hook threw): the stream was ended with a balanced RUN_ERROR and
-   * the run unsubscribed. Called before the unsubscribe, so the run's release sees it.
+   * An event could not be encoded (or a hook threw): the run is unsubscribed, then called; the balanced RUN_ERROR
+   * that ends the stream waits for the promise it returns (the run's end, made durable first).
    */
-  onFailure?: (error: unknown) => void;
+  onFailure?: (error: unknown) => void | Promise<void>;
   /** The run's language, for that last-resort RUN_ERROR. */
   language?: Language;
 }
@@ -127,11 +127,8 @@ export function writeSse(
     let terminalWritten = false;
     let subscription: { unsubscribe(): void } | undefined;
     let failed = false;
-    const fail = (error: unknown) => {
-      if (failed || done) return;
-      failed = true;
-      options.onFailure?.(error);
-      if (!terminalWritten) {
+    const closeWithError = () => {
+      if (!terminalWritten && !done) {
         const timestamp = Date.now();
         const closing: AguiEvent[] = [
           ...spans.close(timestamp),
@@ -148,8 +145,20 @@ export function writeSse(
           }
         }
       }
-      subscription?.unsubscribe();
       end();
+    };
+    const fail = (error: unknown) => {
+      if (failed || done) return;
+      failed = true;
+      subscription?.unsubscribe();
+      let settling: void | Promise<void>;
+      try {
+        settling = options.onFailure?.(error);
+      } catch {
+        settling = undefined;
+      }
+      if (settling) void settling.then(closeWithError, closeWithError);
+      else closeWithError();
     };
     subscription = events(gate).subscribe({
       next: (event) => {

@@ -464,6 +464,15 @@ export const CATALOG = {
     de: "Dieses Gateway hat den Zugriff auf den gemeinsamen Zustand des Threads verloren; der Lauf wurde beendet, damit der Zustand einer anderen Replik nicht überschrieben wird.",
     fr: "Ce gateway a perdu la main sur l'état partagé du fil ; l'exécution a été arrêtée pour ne pas écraser l'état d'une autre réplique.",
   },
+  "state.releaseFailed": {
+    en: "The end of the run could not be committed; the thread may stay busy until its hold expires.",
+    zh: "无法提交运行的结束；在其占用过期之前，该线程可能仍处于忙碌状态。",
+    ja: "実行の終了をコミットできませんでした。保持の期限が切れるまで、スレッドは使用中のままになる場合があります。",
+    pt: "Não foi possível confirmar o fim da execução; a thread pode continuar ocupada até a sua reserva expirar.",
+    es: "No se pudo confirmar el fin de la ejecución; el hilo puede seguir ocupado hasta que caduque su reserva.",
+    de: "Das Ende des Laufs konnte nicht gespeichert werden; der Thread kann belegt bleiben, bis seine Reservierung abläuft.",
+    fr: "La fin de l'exécution n'a pas pu être validée ; le fil peut rester occupé jusqu'à l'expiration de sa réservation.",
+  },
   "state.answerCommitFailed": {
     en: "The accepted interrupt response could not be committed.",
     zh: "无法提交已接受的中断响应。",

@@ -1,117 +1,109 @@
-// Admission (reference-adapter §8.1), under the thread's lock: replays and conflicts are refused, a turn
-// rotates the execution, and the run id is written before the run may start.
+// Admission under the thread's lock: the `admit` transition decides (refusals first, nothing changed by a
+// refused request), the workspace is created only then, and the run id is written before the run may start.
 import { createHash, randomUUID } from "node:crypto";
 import { canonicalJson, type A2APart } from "../../operators/index.js";
 import { type Language, localize, normalizeLanguage } from "../i18n/index.js";
-import { rememberRunDigest, runDigestOf } from "../state/windows.js";
+import { prepareWorkspace, unprepareWorkspace, type CheckedWorkspace } from "./cwd.js";
 import { admission } from "./errors.js";
 import type { RunRequest } from "./input.js";
 import { declaresAgui1 } from "./protocol.js";
-import { loadRecovered } from "./recovery.js";
+import { readRecovered } from "./recovery.js";
 import { interruptsOf } from "./resume.js";
-import { cancelUpstream, type RunContext, type RunTicket } from "./run-context.js";
-import { allExpired, hasPending, newThreadRecord, resumesUnderInterruptedRun, rotateExecution } from "./thread-record.js";
+import { cancelTask, type RunDeps } from "./run-context.js";
+import { RunSession, type RunTicket } from "./run-session.js";
+import type { LockedThread } from "./thread-repository.js";
+import { admit, isRefusal } from "./transitions.js";
 
 export function runDigest(body: unknown): string {
   return createHash("sha256").update(canonicalJson(body), "utf8").digest("hex");
 }
 
 /**
- * A follow-up turn can reach another replica before the run before it has given the thread back (its last
- * write and the lease release come right after its terminal event): admission waits this long for it.
+ * A follow-up turn can reach another replica before the run before it has given the thread back (a replica
+ * that died between its last write and its release): admission waits this long for it.
  */
 const ADMISSION_CLAIM_WAIT_MS = 250;
 
 /** What a request brings to admission, checked and built before it (nothing invalid ever takes a run id). */
-interface Candidate {
+export interface RunCandidate {
   request: RunRequest;
   /** sha256 of the raw request body. */
   digest: string;
-  cwd: string;
+  workspace: CheckedWorkspace;
   parts: A2APart[];
   messageId: string;
   language: Language;
 }
 
-export async function admitRun(
-  context: RunContext,
-  request: RunRequest,
-  digest: string,
-  cwd: string,
-  parts: A2APart[],
-  messageId: string,
-  language: Language,
-): Promise<RunTicket> {
-  const candidate: Candidate = { request, digest, cwd, parts, messageId, language };
-  await context.threads.awaitOthersRelease(request.threadId, ADMISSION_CLAIM_WAIT_MS);
-  return context.threads.locked(request.threadId, async () => {
-    if (!context.accepting) throw admission.shuttingDown();
+export async function admitRun(deps: RunDeps, candidate: RunCandidate, accepting: () => boolean): Promise<RunSession> {
+  const { threadId } = candidate.request;
+  await deps.threads.awaitOthersRelease(threadId, ADMISSION_CLAIM_WAIT_MS);
+  return deps.threads.locked(threadId, async (thread) => {
+    if (!accepting()) throw admission.shuttingDown();
     // With a shared store, a thread held by another replica (or by a run of ours) is only read: the run-id
     // checks still answer first, then THREAD_BUSY. Only a claimed thread is recovered and changed.
-    const { claimed } = await context.threads.claim(request.threadId);
+    const { claimed } = await deps.threads.claim(threadId);
     try {
-      return await admit(context, candidate, claimed);
+      return await admitLocked(deps, thread, candidate, claimed);
     } catch (error) {
-      if (claimed) await context.threads.unclaim(request.threadId);
+      if (claimed) await deps.threads.unclaim(threadId);
       throw error;
     }
   });
 }
 
-async function admit(context: RunContext, candidate: Candidate, claimed: boolean): Promise<RunTicket> {
-  const { request, digest, cwd, parts, messageId, language } = candidate;
+async function admitLocked(deps: RunDeps, thread: LockedThread, candidate: RunCandidate, claimed: boolean): Promise<RunSession> {
+  const { request, language } = candidate;
   const { threadId, runId, iacCode } = request;
-  const isResume = request.resume !== undefined;
-  let kind: RunTicket["kind"] = isResume ? "resume" : "turn";
-  let record = claimed ? await loadRecovered(context, threadId) : await context.threads.load(threadId);
-  const before = record ? structuredClone(record) : undefined;
-  if (!record) {
-    if (isResume) throw admission.executionLost();
-    if (!claimed) throw admission.threadBusy();
-    record = newThreadRecord(threadId, cwd, iacCode.userId ?? null, iacCode.rosInvocationId, context.newExecutionId());
-  } else {
-    const seen = runDigestOf(record, runId);
-    if (seen !== undefined && !(isResume && seen !== digest && resumesUnderInterruptedRun(record, runId))) {
-      throw seen === digest ? admission.duplicateRunId() : admission.runIdConflict();
-    }
-    if (!claimed || context.activeRuns.has(threadId)) throw admission.threadBusy();
-    if (record.cwd !== cwd || record.userId !== (iacCode.userId ?? null)) throw admission.bindingConflict();
-    if (!isResume && allExpired(record, Date.now())) {
-      // Nobody answered in time: the interrupt is gone and so is the parked A2A task.
-      void cancelUpstream(context, structuredClone(record));
-      record.execution.pending = {};
-    }
-    if (isResume) {
-      if (record.execution.rosInvocationId !== iacCode.rosInvocationId) throw admission.resumeMismatch();
-    } else if (hasPending(record)) {
-      // AG-UI 1.0 lets a producer end a run with the interrupt outcome again: a client that lost its
-      // interrupts (a reload, a restarted CopilotKit runtime) can show them. The text is not sent.
-      if (!declaresAgui1(request.protocolVersion) || record.execution.taskId === null) {
-        throw admission.resumeRequired(interruptsOf(record.execution.pending, (english, lang) => localize(normalizeLanguage(lang) ?? language, english)));
-      }
-      kind = "reshow";
-    } else {
-      rotateExecution(record, iacCode.rosInvocationId, context.newExecutionId(), context.window);
-    }
-  }
-  rememberRunDigest(record, runId, digest, context.window);
-  // Admitted once: the next interrupt names its own run.
-  delete record.execution.interruptedRunId;
+  const before = claimed ? await readRecovered(deps, thread) : await thread.read();
+  const admitted = admit(before, {
+    threadId,
+    runId,
+    digest: candidate.digest,
+    resume: request.resume !== undefined,
+    rosInvocationId: iacCode.rosInvocationId,
+    userId: iacCode.userId ?? null,
+    cwd: candidate.workspace.path,
+    agui1: declaresAgui1(request.protocolVersion),
+    newExecutionId: deps.settings.newExecutionId(),
+    window: deps.settings.window,
+    now: Date.now(),
+    claimed,
+    busy: deps.live.has(threadId),
+    interruptsOf: (pending) => interruptsOf(pending, (english, lang) => localize(normalizeLanguage(lang) ?? language, english)),
+  });
+  if (isRefusal(admitted)) throw admitted.refused;
+  if (admitted.expiredTaskId !== undefined) void cancelTask(deps, admitted.expiredTaskId);
+  const workspace = await prepareWorkspace(candidate.workspace);
   const requestId = randomUUID();
-  const logger = context.logger.child({ requestId, threadId, runId });
-  const ticket: RunTicket = { request, record, language, kind, parts, messageId, startedAt: Date.now(), requestId, logger };
-  context.threads.keep(record);
-  context.activeRuns.set(threadId, ticket);
-  context.options.onActivity?.();
+  const logger = deps.logger.child({ requestId, threadId, runId });
+  const ticket: RunTicket = {
+    request,
+    record: admitted.record,
+    language,
+    kind: admitted.kind,
+    parts: candidate.parts,
+    messageId: candidate.messageId,
+    startedAt: Date.now(),
+    requestId,
+    logger,
+    interruptedRunId: before?.execution.interruptedRunId,
+  };
+  const session = new RunSession(deps, ticket);
+  deps.live.add(session);
+  deps.threads.hold(threadId);
+  deps.settings.onActivity?.();
   try {
-    await context.threads.persist(record);
-    logger.info({ executionId: record.execution.executionId, kind: ticket.kind, language }, "run admitted");
+    await thread.write(admitted.record);
+    logger.info({ executionId: admitted.record.execution.executionId, kind: ticket.kind, language }, "run admitted");
   } catch (error) {
-    context.activeRuns.delete(threadId);
-    // The refused request does not consume its run id.
-    await context.threads.restore(threadId, before);
+    deps.live.remove(session);
+    deps.threads.letGo(threadId);
+    // The refused request does not consume its run id, nor leave a workspace behind.
+    await thread.restore(before);
+    await unprepareWorkspace(workspace);
     logger.warn({ err: error }, "admission write failed");
     throw admission.stateUnavailable();
   }
-  return ticket;
+  return session;
 }

@@ -6,9 +6,10 @@ import { RunError } from "../../operators/index.js";
 import { isTaskAlreadyTerminal, isTaskNotFound, toRunError } from "../a2a/error-mapping.js";
 import { messageText } from "../i18n/index.js";
 import { admission } from "./errors.js";
-import type { RunContext } from "./run-context.js";
-import { loadRecovered } from "./recovery.js";
-import { hasPending, markTerminal } from "./thread-record.js";
+import type { RunDeps } from "./run-context.js";
+import { readRecovered } from "./recovery.js";
+import type { LockedThread } from "./thread-repository.js";
+import { endExecution, hasPending } from "./transitions.js";
 
 export type CancelOutcome = "cancelled" | "already_terminal" | "not_found";
 
@@ -29,26 +30,26 @@ export const RELAYED_CANCEL_TIMEOUT_MS = 10_000;
 /** A thread can change hands while a cancel is relayed; after this many hand-overs the cancel gives up. */
 const CANCEL_ATTEMPTS = 3;
 
-export async function cancelExecution(context: RunContext, cancel: CancelRequest): Promise<CancelOutcome> {
+export async function cancelExecution(deps: RunDeps, cancel: CancelRequest): Promise<CancelOutcome> {
   const { threadId } = cancel;
-  if (!context.threads.shared || context.activeRuns.has(threadId)) return cancelHere(context, cancel);
-  return context.threads.locked(threadId, async () => {
+  if (!deps.threads.shared || deps.live.has(threadId)) return deps.threads.locked(threadId, (thread) => cancelLocked(deps, thread, cancel, false));
+  return deps.threads.locked(threadId, async (thread) => {
     for (let attempt = 0; attempt < CANCEL_ATTEMPTS; attempt++) {
-      let claim = await context.threads.claim(threadId);
+      let claim = await deps.threads.claim(threadId);
       // A run of ours was admitted since the check above: it is cancelled here, under the lock we hold.
-      if (!claim.claimed && claim.heldBy === context.threads.replicaId) return cancelLocked(context, cancel, false);
+      if (!claim.claimed && claim.heldBy === deps.threads.replicaId) return cancelLocked(deps, thread, cancel, false);
       if (!claim.claimed) {
-        const relayed = await relayCancel(context, claim.heldBy, cancel);
+        const relayed = await relayCancel(deps, claim.heldBy, cancel);
         if (relayed !== "gone" && relayed !== "notOwner") return relayed;
         // The owner let the thread go meanwhile: claim it ourselves. The owner is gone: take its lease over.
         if (relayed === "notOwner") continue;
-        claim = await context.threads.claimFrom(threadId, claim.heldBy);
+        claim = await deps.threads.claimFrom(threadId, claim.heldBy);
         if (!claim.claimed) continue;
       }
       try {
-        return await cancelLocked(context, cancel, true);
+        return await cancelLocked(deps, thread, cancel, true);
       } finally {
-        await context.threads.unclaim(threadId);
+        await deps.threads.unclaim(threadId);
       }
     }
     throw new RunError("A2A_UNAVAILABLE", messageText("a2a.unavailable"));
@@ -56,16 +57,16 @@ export async function cancelExecution(context: RunContext, cancel: CancelRequest
 }
 
 /** Asks the replica holding the thread to cancel: its outcome, "notOwner", or "gone" (nobody listens, or no answer). */
-async function relayCancel(context: RunContext, owner: string, cancel: CancelRequest): Promise<CancelOutcome | "notOwner" | "gone"> {
-  if (!context.relay) return "gone";
-  const relayed = await context.relay.request(owner, "cancel", cancel, RELAYED_CANCEL_TIMEOUT_MS);
+async function relayCancel(deps: RunDeps, owner: string, cancel: CancelRequest): Promise<CancelOutcome | "notOwner" | "gone"> {
+  if (!deps.relay) return "gone";
+  const relayed = await deps.relay.request(owner, "cancel", cancel, RELAYED_CANCEL_TIMEOUT_MS);
   if (relayed.answered) return outcomeOf(relayed.reply);
   if (relayed.reason === "unavailable") throw admission.stateUnavailable();
   if (relayed.reason !== "no-subscriber" && relayed.reason !== "timeout") {
-    context.logger.warn({ threadId: cancel.threadId, owner, reason: relayed.reason }, "a cancel could not be relayed to the replica holding the thread");
+    deps.logger.warn({ threadId: cancel.threadId, owner, reason: relayed.reason }, "a cancel could not be relayed to the replica holding the thread");
     throw new RunError("A2A_UNAVAILABLE", messageText("a2a.unavailable"));
   }
-  context.logger.warn({ threadId: cancel.threadId, owner }, "the replica holding the thread did not answer a cancel: taking the thread over");
+  deps.logger.warn({ threadId: cancel.threadId, owner }, "the replica holding the thread did not answer a cancel: taking the thread over");
   return "gone";
 }
 
@@ -73,19 +74,15 @@ async function relayCancel(context: RunContext, owner: string, cancel: CancelReq
  * The owner's side of a relayed cancel: only a run of ours is ours to cancel (checked under the thread's lock,
  * where a run cannot end meanwhile). Anything else — the run ended, a forged request — answers notOwner.
  */
-export async function answerRelayedCancel(context: RunContext, payload: unknown): Promise<CancelReply> {
+export async function answerRelayedCancel(deps: RunDeps, payload: unknown): Promise<CancelReply> {
   if (!isCancelRequest(payload)) return { failed: "INVALID_INPUT" };
   try {
-    return await context.threads.locked(payload.threadId, async () =>
-      context.activeRuns.has(payload.threadId) ? { outcome: await cancelLocked(context, payload, false) } : { notOwner: true as const },
+    return await deps.threads.locked(payload.threadId, async (thread) =>
+      deps.live.has(payload.threadId) ? { outcome: await cancelLocked(deps, thread, payload, false) } : { notOwner: true as const },
     );
   } catch (error) {
     return { failed: error instanceof RunError ? error.code : "A2A_UNAVAILABLE" };
   }
-}
-
-function cancelHere(context: RunContext, cancel: CancelRequest): Promise<CancelOutcome> {
-  return context.threads.locked(cancel.threadId, () => cancelLocked(context, cancel, false));
 }
 
 /**
@@ -93,29 +90,24 @@ function cancelHere(context: RunContext, cancel: CancelRequest): Promise<CancelO
  * gone): its task may live in another replica's kernel, and its run is this cancel's to end — recovering it first
  * would cancel it and answer "already_terminal".
  */
-async function cancelLocked(context: RunContext, cancel: CancelRequest, claimedHere: boolean): Promise<CancelOutcome> {
+async function cancelLocked(deps: RunDeps, thread: LockedThread, cancel: CancelRequest, claimedHere: boolean): Promise<CancelOutcome> {
   const { executionId, threadId, rosInvocationId } = cancel;
-  const record = claimedHere ? await context.threads.load(threadId) : await loadRecovered(context, threadId);
+  const record = claimedHere ? await thread.read() : await readRecovered(deps, thread);
   if (!record) return "not_found";
   const execution = record.execution;
   if (execution.executionId !== executionId) {
     return record.terminalExecutionIds.includes(executionId) ? "already_terminal" : "not_found";
   }
   if (execution.rosInvocationId !== rosInvocationId) return "not_found";
-  const live = context.activeRuns.has(threadId);
-  if (!live && !hasPending(record) && execution.taskId === null) return "already_terminal";
+  if (!deps.live.has(threadId) && !hasPending(record) && execution.taskId === null) return "already_terminal";
   if (execution.taskId !== null) {
     try {
-      await context.a2a.cancelTask(execution.taskId);
+      await deps.kernel.cancelTask(execution.taskId);
     } catch (error) {
       if (!isTaskAlreadyTerminal(error) && !(claimedHere && isTaskNotFound(error))) throw toRunError(error, "A2A_UNAVAILABLE");
     }
   }
-  execution.pending = {};
-  markTerminal(record, context.window);
-  context.threads.keep(record);
-  await context.threads.persist(record);
-  if (!live) context.threads.forget(threadId);
+  await thread.update(endExecution({ window: deps.settings.window, clearPending: true }));
   return "cancelled";
 }
 

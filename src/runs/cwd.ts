@@ -1,6 +1,6 @@
 // Workspace (forwardedProps.iacCode.cwd) resolution and confinement (reference §3.4). The check runs
 // on the physical path so a symlink cannot lead a workspace out of the allowed roots.
-import { lstat, mkdir, readlink, realpath, stat } from "node:fs/promises";
+import { lstat, mkdir, readlink, realpath, rmdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { INPUT_ERROR_BASES as B, type InputErrorBase, InputError } from "./input.js";
 import { errnoCode } from "../errno.js";
@@ -22,8 +22,16 @@ export function allowedRootsFromEnv(env: NodeJS.ProcessEnv, serverCwd: string): 
   return [serverCwd];
 }
 
-/** Resolve and check a workspace; returns the resolved real path. Throws InputError (field forwardedProps.iacCode.cwd, no reason). */
-export async function resolveCwd(raw: string, allowedRoots: readonly string[]): Promise<string> {
+/** A workspace that passed every check; `missing` ones are created only once their run is admitted. */
+export interface CheckedWorkspace {
+  /** The physical path, inside the allowed roots. */
+  path: string;
+  missing: boolean;
+  roots: readonly string[];
+}
+
+/** Resolve and check a workspace, creating nothing. Throws InputError (field forwardedProps.iacCode.cwd, no reason). */
+export async function checkCwd(raw: string, allowedRoots: readonly string[]): Promise<CheckedWorkspace> {
   // No ~ or $VAR expansion: "~/ws" is simply not absolute.
   if (typeof raw !== "string" || raw.length === 0 || !path.isAbsolute(raw)) throw cwdError(B.cwdNotAbsolute);
   if (raw.includes("\0")) throw cwdError(B.cwdInvalid);
@@ -36,25 +44,43 @@ export async function resolveCwd(raw: string, allowedRoots: readonly string[]): 
   try {
     existing = await stat(resolved);
   } catch (error) {
-    if (errnoCode(error) === "ENOENT") return createWorkspace(resolved, roots);
+    if (errnoCode(error) === "ENOENT") return { path: resolved, missing: true, roots };
     if (errnoCode(error) === "ENOTDIR") throw cwdError(B.cwdCannotCreate);
     throw cwdError(B.cwdInvalid);
   }
   if (!existing.isDirectory()) throw cwdError(B.cwdNotDirectory);
-  return resolved;
+  return { path: resolved, missing: false, roots };
 }
 
-async function createWorkspace(resolved: string, roots: readonly string[]): Promise<string> {
-  await mkdirParents(resolved);
+/** A prepared workspace, with the directories made for it (newest last), to take back if its run is refused after all. */
+export interface PreparedWorkspace {
+  path: string;
+  created: string[];
+}
+
+/** Creates a checked workspace that is missing (mkdir -p, 0700). Throws InputError. */
+export async function prepareWorkspace(workspace: CheckedWorkspace): Promise<PreparedWorkspace> {
+  if (!workspace.missing) return { path: workspace.path, created: [] };
+  const created = await mkdirParents(workspace.path);
   // Re-check after creation: something may have swapped a component for a symlink meanwhile.
-  let created: string;
+  let real: string;
   try {
-    created = await realpath(resolved);
+    real = await realpath(workspace.path);
   } catch {
     throw cwdError(B.cwdInvalid);
   }
-  if (!isUnderAny(created, roots)) throw cwdError(B.cwdOutsideRoots);
-  return created;
+  if (!isUnderAny(real, workspace.roots)) throw cwdError(B.cwdOutsideRoots);
+  return { path: real, created };
+}
+
+/** Removes the directories `prepareWorkspace` made, if they are still empty (best effort). */
+export async function unprepareWorkspace(prepared: PreparedWorkspace): Promise<void> {
+  for (const dir of [...prepared.created].reverse()) await rmdir(dir).catch(() => undefined);
+}
+
+/** Resolve, check and create a workspace; returns the resolved real path. Throws InputError. */
+export async function resolveCwd(raw: string, allowedRoots: readonly string[]): Promise<string> {
+  return (await prepareWorkspace(await checkCwd(raw, allowedRoots))).path;
 }
 
 /**
@@ -62,19 +88,22 @@ async function createWorkspace(resolved: string, roots: readonly string[]): Prom
  * mkdir reports ENOENT under an existing parent (procfs, some FUSE mounts); this loop is bounded
  * by the number of path components.
  */
-async function mkdirParents(target: string): Promise<void> {
+async function mkdirParents(target: string): Promise<string[]> {
   const { root } = path.parse(target);
+  const created: string[] = [];
   let current = root;
   for (const component of target.slice(root.length).split(path.sep).filter(Boolean)) {
     current = path.join(current, component);
     try {
       await mkdir(current, { mode: 0o700 });
+      created.push(current);
     } catch (error) {
       if (errnoCode(error) !== "EEXIST") throw cwdError(B.cwdCannotCreate);
       const isDirectory = await stat(current).then((info) => info.isDirectory(), () => false);
       if (!isDirectory) throw cwdError(B.cwdCannotCreate);
     }
   }
+  return created;
 }
 
 /** Real paths of the roots that exist and are directories; the others are ignored. */

@@ -5,19 +5,23 @@ import { createAguiPipeline, type AguiOutput } from "../../operators/index.js";
 import { type Language, localize, normalizeLanguage } from "../i18n/index.js";
 import { runDigestOf } from "../state/windows.js";
 import { admission } from "./errors.js";
-import type { RunContext } from "./run-context.js";
+import type { RunDeps } from "./run-context.js";
 import { snapshotThenLive } from "./task-frames.js";
 import { isTaskNotFound } from "../a2a/error-mapping.js";
 
-export async function reattach(
-  context: RunContext,
-  executionId: string,
-  threadId: string,
-  runId: string,
-  rosInvocationId: string,
-  language: Language,
-): Promise<Observable<AguiOutput>> {
-  const record = await context.threads.load(threadId);
+/** Who asks to observe which execution, with the proof of the binding. */
+export interface Observation {
+  executionId: string;
+  threadId: string;
+  /** A run id of the thread (its run-id window): the observer joined that thread. */
+  runId: string;
+  rosInvocationId: string;
+  language: Language;
+}
+
+export async function reattach(deps: RunDeps, observation: Observation): Promise<Observable<AguiOutput>> {
+  const { executionId, threadId, runId, rosInvocationId, language } = observation;
+  const record = await deps.threads.read(threadId);
   const execution = record?.execution;
   if (!record || !execution || execution.executionId !== executionId || execution.taskId === null) {
     throw admission.executionNotFound();
@@ -26,8 +30,8 @@ export async function reattach(
     throw admission.executionNotFound();
   }
   const taskId = execution.taskId;
-  if (context.threads.shared && !context.activeRuns.has(threadId)) await assertKernelKnows(context, taskId);
-  return snapshotThenLive(context, taskId).pipe(
+  if (deps.threads.shared && !deps.live.has(threadId)) await assertKernelKnows(deps, taskId);
+  return snapshotThenLive(deps, taskId).pipe(
     createAguiPipeline({
       threadId,
       runId,
@@ -42,7 +46,7 @@ export async function reattach(
       // Read once: an observation never applies an answer.
       appliedInputIds: record.appliedResumeDigests.filter((d) => d.executionId === executionId).map((d) => d.interruptId),
       historyFallback: false,
-      heartbeat: { intervalMs: context.options.heartbeatMs },
+      heartbeat: { intervalMs: deps.settings.heartbeatMs },
       language,
       translate: (english, lang) => localize(normalizeLanguage(lang) ?? language, english),
     }),
@@ -50,9 +54,9 @@ export async function reattach(
 }
 
 /** With several replicas the task may live in another replica's kernel: say so before the stream starts. */
-async function assertKernelKnows(context: RunContext, taskId: string): Promise<void> {
+async function assertKernelKnows(deps: RunDeps, taskId: string): Promise<void> {
   try {
-    await context.a2a.getTask(taskId);
+    await deps.kernel.getTask(taskId);
   } catch (error) {
     if (isTaskNotFound(error)) throw admission.executionElsewhere();
     // Anything else is the stream's to report, as with one replica.

@@ -1,58 +1,57 @@
 // Runs that were active when the process stopped: nobody will read their A2A tasks again, so each is
-// cancelled upstream, as the run's release would have done, and the mark cleared.
+// cancelled upstream, as the run's end would have done, and its execution ended.
 import type { ThreadRecord } from "../state/thread-store.js";
-import { cancelUpstream, type RunContext } from "./run-context.js";
-import { hasPending, markTerminal } from "./thread-record.js";
+import { cancelTask, type RunDeps } from "./run-context.js";
+import type { LockedThread } from "./thread-repository.js";
+import { endExecution, hasPending } from "./transitions.js";
 
-/**
- * A record read from the store (so no run of this process holds it) whose execution still names a task
- * with no interrupt pending: a run was active when the gateway stopped. Resolves with whether it was one.
- */
-export async function recoverAbandoned(context: RunContext, record: ThreadRecord): Promise<boolean> {
-  const execution = record.execution;
-  if (execution.taskId === null || hasPending(record) || context.activeRuns.has(record.threadId)) return false;
-  context.logger.warn(
-    { threadId: record.threadId, taskId: execution.taskId, executionId: execution.executionId },
-    "a run was active when the gateway stopped: cancelling its A2A task",
-  );
-  await cancelUpstream(context, record);
-  markTerminal(record, context.window);
-  await context.threads.persist(record);
+/** A stored record (no run of this process holds it) whose execution names a task with no interrupt pending. */
+function abandonedRun(deps: RunDeps, record: ThreadRecord): boolean {
+  return record.execution.taskId !== null && !hasPending(record) && !deps.live.has(record.threadId);
+}
+
+/** Ends an abandoned run found in the store. Resolves with whether there was one. */
+async function recoverAbandoned(deps: RunDeps, thread: LockedThread, record: ThreadRecord): Promise<boolean> {
+  if (!abandonedRun(deps, record)) return false;
+  const { taskId, executionId } = record.execution;
+  deps.logger.warn({ threadId: record.threadId, taskId, executionId }, "a run was active when the gateway stopped: cancelling its A2A task");
+  await cancelTask(deps, taskId);
+  await thread.update(endExecution({ window: deps.settings.window, clearPending: false }));
   return true;
 }
 
-/** Loads a thread under its lock, recovering an abandoned run found in the store (admission, cancel). */
-export function loadRecovered(context: RunContext, threadId: string): Promise<ThreadRecord | undefined> {
-  return context.threads.load(threadId, (record) => recoverAbandoned(context, record));
+/** The thread's record under its lock, an abandoned run found in the store recovered first (admission, cancel). */
+export function readRecovered(deps: RunDeps, thread: LockedThread): Promise<ThreadRecord | undefined> {
+  return thread.read((record) => recoverAbandoned(deps, thread, record));
 }
 
 /**
  * Start-up recovery: every stored thread whose state says a run was active gets that run's task cancelled
- * (the same happens on a thread's next access, see loadRecovered). Resolves with how many; never rejects.
+ * (the same happens on a thread's next access, see readRecovered). Resolves with how many; never rejects.
  */
-export async function recoverAbandonedRuns(context: RunContext): Promise<number> {
-  const listing = context.threads.storedThreadIds();
+export async function recoverAbandonedRuns(deps: RunDeps): Promise<number> {
+  const listing = deps.threads.storedThreadIds();
   if (!listing) return 0;
   let recovered = 0;
   try {
     const ids = await listing;
     for (const threadId of ids) {
-      await context.threads
-        .locked(threadId, async () => {
-          if (context.threads.isLoaded(threadId)) return;
+      await deps.threads
+        .locked(threadId, async (thread) => {
+          if (deps.threads.isLoaded(threadId)) return;
           // With a shared store only a thread no replica holds is ours to recover.
-          if (!(await context.threads.claim(threadId)).claimed) return;
+          if (!(await deps.threads.claim(threadId)).claimed) return;
           try {
-            const record = await context.threads.loadStored(threadId);
-            if (record && (await recoverAbandoned(context, record))) recovered++;
+            const record = await deps.threads.loadStored(threadId);
+            if (record && (await recoverAbandoned(deps, thread, record))) recovered++;
           } finally {
-            await context.threads.unclaim(threadId);
+            await deps.threads.unclaim(threadId);
           }
         })
-        .catch((error: unknown) => context.logger.warn({ err: error, threadId }, "start-up recovery skipped a thread"));
+        .catch((error: unknown) => deps.logger.warn({ err: error, threadId }, "start-up recovery skipped a thread"));
     }
   } catch (error) {
-    context.logger.warn({ err: error }, "start-up recovery could not list the threads");
+    deps.logger.warn({ err: error }, "start-up recovery could not list the threads");
   }
   return recovered;
 }

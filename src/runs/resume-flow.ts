@@ -6,38 +6,52 @@ import { RunError, type A2AStreamResponse, type A2ATask } from "../../operators/
 import { buildIacCodeMetadata, buildUserMessage, type PacedUpstream } from "../a2a/index.js";
 import { answerRejected, isTaskAlreadyTerminal, isTaskNotFound, toRunError } from "../a2a/error-mapping.js";
 import type { ThreadRecord } from "../state/thread-store.js";
-import { rememberAppliedDigest } from "../state/windows.js";
 import { encodeAnswer, planResume, type PlannedAnswer, type ResumePlan } from "./resume.js";
-import { cancelUpstream, failClosed, type RunContext, type RunTicket } from "./run-context.js";
+import { cancelTask, type RunDeps } from "./run-context.js";
+import type { RunSession } from "./run-session.js";
 import { followTask, pendingFrame, toolFrame } from "./task-frames.js";
-import { hasPending, markTerminal } from "./thread-record.js";
+import { applyAnswers, endExecution, hasPending, reconcilePending, reopenInterruptedRun } from "./transitions.js";
 
 export interface PreparedResume {
-  plan: ResumePlan;
+  plan: Exclude<ResumePlan, { kind: "refused" }>;
   /** What parallel pipeline work emitted while the run was parked, for an applied plan. */
   recovery?: A2AStreamResponse;
 }
 
 /** Everything decided before an answer is sent: the task checked, the plan made and written. */
-export async function prepareResume(context: RunContext, ticket: RunTicket): Promise<PreparedResume> {
-  const { record } = ticket;
-  const execution = record.execution;
+export async function prepareResume(deps: RunDeps, session: RunSession): Promise<PreparedResume> {
+  const { ticket } = session;
+  const record = session.record;
+  const { taskId } = record.execution;
+  const window = deps.settings.window;
   try {
-    const task = execution.taskId !== null && hasPending(record) ? await checkTask(context, ticket) : undefined;
-    const plan = planResume(record, ticket.request.resume ?? [], task, Date.now());
-    await context.threads
-      .persist(record)
-      .catch((error) => failClosed(context, ticket, error, messageText("state.interruptCommitFailed")));
-    const recovery = plan.kind === "apply" ? await pipelineRecovery(context, record) : undefined;
+    const task = taskId !== null && hasPending(record) ? await checkTask(deps, record) : undefined;
+    const planned = planResume(record, ticket.request.resume ?? [], task, Date.now());
+    const plan = planned.plan.kind === "apply" ? encodable(planned.plan, record) : planned.plan;
+    await session.commitNow(reconcilePending(planned.pending, planned.recovered, window), "state.interruptCommitFailed");
+    if (plan.kind === "refused") throw plan.error;
+    const recovery = plan.kind === "apply" ? await pipelineRecovery(deps, session.record) : undefined;
     return { plan, ...(recovery && { recovery }) };
   } catch (error) {
-    if (error instanceof ParkedElsewhere) throw error;
-    if (error instanceof RunError && (error.code === "EXECUTION_EXPIRED" || error.code === "EXECUTION_LOST") && execution.taskId !== null) {
-      if (error.code === "EXECUTION_EXPIRED") await cancelUpstream(context, record);
-      execution.pending = {};
-      markTerminal(record, context.window);
-      await context.threads.persist(record).catch(() => undefined);
+    if (error instanceof ParkedElsewhere || !(error instanceof RunError)) throw error;
+    if ((error.code === "EXECUTION_EXPIRED" || error.code === "EXECUTION_LOST") && taskId !== null) {
+      if (error.code === "EXECUTION_EXPIRED") await cancelTask(deps, taskId);
+      await deps.threads.update(ticket.request.threadId, endExecution({ window, clearPending: true })).catch(() => undefined);
+    } else if (error.code !== "STATE_PERSISTENCE_FAILED" && error.code !== "CANCELLED") {
+      // Refused before anything reached the kernel: the interrupts still wait, and so may the run that ended at them.
+      await deps.threads.update(ticket.request.threadId, reopenInterruptedRun(ticket.interruptedRunId)).catch(() => undefined);
     }
+    throw error;
+  }
+}
+
+/** Every answer of the plan can be encoded (an answer with no text refuses the resume before anything is sent). */
+function encodable(plan: Extract<ResumePlan, { kind: "apply" }>, record: ThreadRecord): ResumePlan {
+  try {
+    for (const answer of plan.answers) encodeAnswer(answer, record.execution.taskId!, record.contextId);
+    return plan;
+  } catch (error) {
+    if (error instanceof RunError) return { kind: "refused", error };
     throw error;
   }
 }
@@ -48,31 +62,25 @@ export function appliedBy(prepared: PreparedResume): string[] {
 }
 
 /** The frames of a planned resume: the pending set again, the cancel, or the delivered answers' stream. */
-export function plannedFrames(
-  context: RunContext,
-  upstream: PacedUpstream,
-  ticket: RunTicket,
-  prepared: PreparedResume,
-): Observable<A2AStreamResponse> {
+export function plannedFrames(deps: RunDeps, upstream: PacedUpstream, session: RunSession, prepared: PreparedResume): Observable<A2AStreamResponse> {
   const { plan, recovery } = prepared;
-  if (plan.kind === "announce") return of(pendingFrame(ticket.record));
-  if (plan.kind === "cancel") return from(cancelByAnswer(context, ticket));
-  return deliverAnswers(context, upstream, ticket, plan.answers, recovery ? [recovery] : []);
+  if (plan.kind === "announce") return of(pendingFrame(session.record));
+  if (plan.kind === "cancel") return from(cancelByAnswer(deps, session));
+  return deliverAnswers(upstream, session, plan.answers, recovery ? [recovery] : []);
 }
 
 /** Session restore and task identity before anything is sent (reference-adapter §4.4 steps 2–3). */
-async function checkTask(context: RunContext, ticket: RunTicket): Promise<A2ATask> {
-  const { record } = ticket;
+async function checkTask(deps: RunDeps, record: ThreadRecord): Promise<A2ATask> {
   const taskId = record.execution.taskId!;
   if (record.iacCodeSessionId !== null) {
-    const restored = await context.a2a.ensureSessionRestored({ cwd: record.cwd, sessionId: record.iacCodeSessionId, taskId });
-    if (restored === false) throw await lostHere(context, record, messageText("resume.sessionUnavailable"));
+    const restored = await deps.kernel.ensureSessionRestored({ cwd: record.cwd, sessionId: record.iacCodeSessionId, taskId });
+    if (restored === false) throw await lostHere(deps, record, messageText("resume.sessionUnavailable"));
   }
   let task: A2ATask;
   try {
-    task = await context.a2a.getTask(taskId);
+    task = await deps.kernel.getTask(taskId);
   } catch (error) {
-    if (isTaskNotFound(error)) throw await lostHere(context, record, messageText("resume.taskUnavailable"));
+    if (isTaskNotFound(error)) throw await lostHere(deps, record, messageText("resume.taskUnavailable"));
     throw toRunError(error, "A2A_UNAVAILABLE");
   }
   if (task.id !== taskId || (task.contextId !== undefined && task.contextId !== "" && task.contextId !== record.contextId)) {
@@ -95,25 +103,24 @@ const PARKED_BY_PING_TIMEOUT_MS = 2_000;
  * EXECUTION_LOST for a task this replica's kernel cannot resume. With several replicas each beside its own kernel
  * the task may be parked in another's: while that replica answers, the interrupt is not given up.
  */
-async function lostHere(context: RunContext, record: ThreadRecord, english: string): Promise<RunError> {
+async function lostHere(deps: RunDeps, record: ThreadRecord, english: string): Promise<RunError> {
   const parkedBy = record.execution.parkedBy;
-  if (context.relay && parkedBy !== undefined && parkedBy !== context.threads.replicaId) {
-    const answer = await context.relay.request(parkedBy, "ping", {}, PARKED_BY_PING_TIMEOUT_MS);
+  if (deps.relay && parkedBy !== undefined && parkedBy !== deps.threads.replicaId) {
+    const answer = await deps.relay.request(parkedBy, "ping", {}, PARKED_BY_PING_TIMEOUT_MS);
     if (answer.answered) return new ParkedElsewhere();
   }
   return new RunError("EXECUTION_LOST", english);
 }
 
-async function cancelByAnswer(context: RunContext, ticket: RunTicket): Promise<never> {
-  const { record } = ticket;
+async function cancelByAnswer(deps: RunDeps, session: RunSession): Promise<never> {
+  const { taskId } = session.record.execution;
   try {
-    if (record.execution.taskId !== null) await context.a2a.cancelTask(record.execution.taskId);
+    if (taskId !== null) await deps.kernel.cancelTask(taskId);
   } catch (error) {
     if (!isTaskAlreadyTerminal(error)) throw toRunError(error, "A2A_UNAVAILABLE");
   }
-  record.execution.pending = {};
-  markTerminal(record, context.window);
-  await context.threads.persist(record).catch(() => undefined);
+  const ended = endExecution({ window: deps.settings.window, clearPending: true });
+  await deps.threads.update(session.ticket.request.threadId, ended).catch(() => undefined);
   throw new RunError("CANCELLED", messageText("run.cancelledByAnswer"));
 }
 
@@ -122,14 +129,9 @@ async function cancelByAnswer(context: RunContext, ticket: RunTicket): Promise<n
  * (snapshot, subscribe); otherwise all answers but the last by SendMessage, the last as a stream whose
  * first frame is the acceptance.
  */
-function deliverAnswers(
-  context: RunContext,
-  upstream: PacedUpstream,
-  ticket: RunTicket,
-  answers: PlannedAnswer[],
-  recovery: A2AStreamResponse[],
-): Observable<A2AStreamResponse> {
-  const { record } = ticket;
+function deliverAnswers(upstream: PacedUpstream, session: RunSession, answers: PlannedAnswer[], recovery: A2AStreamResponse[]): Observable<A2AStreamResponse> {
+  const { request } = session.ticket;
+  const record = session.record;
   const taskId = record.execution.taskId!;
   const sideband = answers.every((a) => a.pending.value.kind === "permission" && a.pending.sideband);
   const toolResults = answers.flatMap((a) => {
@@ -137,10 +139,10 @@ function deliverAnswers(
     return result ? [toolFrame(taskId, record.contextId, result)] : [];
   });
   const send = async (answer: PlannedAnswer, messageId: string) => {
-    await upstream.sendMessage(answerMessage(ticket, answer, messageId), { timeoutMs: 3_600_000 }).catch((error) => {
+    await upstream.sendMessage(answerMessage(session, answer, messageId), { timeoutMs: 3_600_000 }).catch((error) => {
       throw answerRejected(error);
     });
-    await accept(context, ticket, [answer]);
+    await accept(session, [answer]);
   };
   if (sideband) {
     return defer(async () => {
@@ -148,19 +150,17 @@ function deliverAnswers(
     }).pipe(concatMap(() => concat(of(...recovery, ...toolResults), followTask(upstream, taskId))));
   }
   const last = answers[answers.length - 1]!;
-  const streamed = defer(() =>
-    upstream.sendStreamingMessage(answerMessage(ticket, last, `agui-resume-${ticket.request.runId}-${last.entry.interruptId}`)),
-  ).pipe(
+  const streamed = defer(() => upstream.sendStreamingMessage(answerMessage(session, last, `agui-resume-${request.runId}-${last.entry.interruptId}`))).pipe(
     catchError((error: unknown) => throwError(() => answerRejected(error))),
     throwIfEmpty(() => new RunError("A2A_UNAVAILABLE", messageText("a2a.interruptResponseRejected"))),
     concatMap((frame, index) =>
       // Missed pipeline events are shown once the answer is accepted, before what follows it.
-      index === 0 ? from(accept(context, ticket, [last])).pipe(concatMap(() => of(...recovery, frame, ...toolResults))) : of(frame),
+      index === 0 ? from(accept(session, [last])).pipe(concatMap(() => of(...recovery, frame, ...toolResults))) : of(frame),
     ),
   );
   return concat(
     defer(async () => {
-      for (const answer of answers.slice(0, -1)) await send(answer, `agui-resume-${ticket.request.runId}-${answer.entry.interruptId}`);
+      for (const answer of answers.slice(0, -1)) await send(answer, `agui-resume-${request.runId}-${answer.entry.interruptId}`);
     }).pipe(concatMap(() => EMPTY)),
     streamed,
     // The kernel may close the answer stream before the turn's end: follow the task to its real end.
@@ -168,8 +168,9 @@ function deliverAnswers(
   );
 }
 
-function answerMessage(ticket: RunTicket, answer: PlannedAnswer, messageId: string) {
-  const { request, record, language } = ticket;
+function answerMessage(session: RunSession, answer: PlannedAnswer, messageId: string) {
+  const { request, language } = session.ticket;
+  const record = session.record;
   const encoded = encodeAnswer(answer, record.execution.taskId!, record.contextId);
   return buildUserMessage({
     messageId,
@@ -181,24 +182,17 @@ function answerMessage(ticket: RunTicket, answer: PlannedAnswer, messageId: stri
 }
 
 /** The kernel took these answers: record them so a replay never applies them twice. */
-async function accept(context: RunContext, ticket: RunTicket, answers: PlannedAnswer[]): Promise<void> {
-  const { record } = ticket;
-  for (const answer of answers) {
-    const id = answer.entry.interruptId;
-    rememberAppliedDigest(record, { executionId: record.execution.executionId, interruptId: id, digest: answer.digest }, context.window);
-    delete record.execution.pending[id];
-  }
-  await context.threads
-    .persist(record)
-    .catch((error) => failClosed(context, ticket, error, messageText("state.answerCommitFailed")));
+function accept(session: RunSession, answers: PlannedAnswer[]): Promise<void> {
+  const taken = answers.map((answer) => ({ interruptId: answer.entry.interruptId, digest: answer.digest }));
+  return session.commitNow(applyAnswers(taken, session.window), "state.answerCommitFailed");
 }
 
 /** What parallel pipeline work emitted while the run was parked (reference-adapter §4.4 step 5). */
-async function pipelineRecovery(context: RunContext, record: ThreadRecord): Promise<A2AStreamResponse | undefined> {
+async function pipelineRecovery(deps: RunDeps, record: ThreadRecord): Promise<A2AStreamResponse | undefined> {
   const execution = record.execution;
   if (execution.taskId === null || (execution.pipelineSequence === 0 && execution.pipelineOpenSteps.length === 0)) return undefined;
-  const state = await context.a2a.pipelineState(execution.taskId, execution.pipelineSequence).catch((error: unknown) => {
-    context.logger.warn({ err: error, taskId: execution.taskId }, "pipeline recovery failed");
+  const state = await deps.kernel.pipelineState(execution.taskId, execution.pipelineSequence).catch((error: unknown) => {
+    deps.logger.warn({ err: error, taskId: execution.taskId }, "pipeline recovery failed");
     return null;
   });
   if (!state || typeof state.snapshot !== "object" || state.snapshot === null) return undefined;

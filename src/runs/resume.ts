@@ -1,5 +1,6 @@
 // Resume rules (seeds "Retomada", reference-adapter §4.4–4.6, §6.2–6.3): which answers apply, whether
-// they are valid, and how each one is encoded for A2A. Pure: the run service does the I/O around it.
+// they are valid, and how each one is encoded for A2A. Pure: the plan says what the pending set becomes,
+// the reconcilePending transition writes it, and the run service does the I/O around it.
 import { createHash } from "node:crypto";
 import { Ajv, type ValidateFunction } from "ajv";
 import {
@@ -13,13 +14,12 @@ import {
   type Interrupt,
   type Translate,
 } from "../../operators/index.js";
+import { TERMINAL_STATES, normalizeState } from "../../operators/lib/a2a-read.js";
 import { isObject } from "../../operators/lib/json.js";
-import type { PendingEntry, ThreadRecord } from "../state/thread-store.js";
-import { putOwn } from "../state/windows.js";
+import type { AppliedResumeDigest, PendingEntry, ThreadRecord } from "../state/thread-store.js";
+import { putOwn, withEntries } from "../state/windows.js";
 import type { ResumeEntry } from "./input.js";
 import { messageText } from "../i18n/index.js";
-
-const TERMINAL = new Set(["completed", "failed", "rejected", "auth-required", "canceled"]);
 
 export function resumeDigest(entry: ResumeEntry): string {
   return createHash("sha256")
@@ -38,6 +38,8 @@ export interface PlannedAnswer {
 
 export type ResumePlan =
   | { kind: "apply"; answers: PlannedAnswer[] }
+  /** Nothing is sent: the resume is refused with this error (the reconciled pending set is still written). */
+  | { kind: "refused"; error: RunError }
   /** The kernel shows inputs nobody has seen yet: announce them all instead of sending anything. */
   | { kind: "announce"; pending: Record<string, PendingEntry> }
   /** A non-permission interrupt answered `cancelled`: the whole task is cancelled. */
@@ -61,21 +63,40 @@ function applied(record: ThreadRecord, interruptId: string): string | undefined 
   return record.appliedResumeDigests.find((d) => d.executionId === executionId && d.interruptId === interruptId)?.digest;
 }
 
-function inputStateOf(task: A2ATask): string | undefined {
-  const state = task.status?.state;
-  if (typeof state !== "string") return undefined;
-  return state.toLowerCase().replace(/^task_state_/, "").replaceAll("_", "-");
+/** A plan, and the pending set it settled on: the inputs the kernel shows, less the answers it already took. */
+export interface PlannedResume {
+  plan: ResumePlan;
+  pending: Record<string, PendingEntry>;
+  /** Answers the kernel took that the state never recorded (it stopped between the two). */
+  recovered: AppliedResumeDigest[];
 }
 
 /**
- * Reconciles the durable pending set with the kernel's view of the task and decides what to do.
- * Mutates `record.execution.pending` (the caller persists it). Throws RunError for every refusal.
+ * Reconciles the durable pending set with the kernel's view of the task and decides what to do. Changes
+ * nothing: the caller writes `pending` and `recovered` (reconcilePending), also for a refused plan.
  */
-export function planResume(record: ThreadRecord, entries: ResumeEntry[], task: A2ATask | undefined, now: number): ResumePlan {
+export function planResume(record: ThreadRecord, entries: ResumeEntry[], task: A2ATask | undefined, now: number): PlannedResume {
+  const settled: Omit<PlannedResume, "plan"> = { pending: withEntries(record.execution.pending, []), recovered: [] };
+  try {
+    return { plan: decide(record, entries, task, now, settled), ...settled };
+  } catch (error) {
+    if (error instanceof RunError) return { plan: { kind: "refused", error }, ...settled };
+    throw error;
+  }
+}
+
+/** The plan; refusals are thrown. Writes what it learns of the pending set into `settled` (a copy, never the record). */
+function decide(record: ThreadRecord, entries: ResumeEntry[], task: A2ATask | undefined, now: number, settled: Omit<PlannedResume, "plan">): ResumePlan {
   const execution = record.execution;
-  const pending = execution.pending;
-  const known = new Set(Object.keys(pending));
+  const { pending, recovered } = settled;
+  const known = new Set(Object.keys(execution.pending));
   const digests = entries.map(resumeDigest);
+  const appliedDigest = (interruptId: string) =>
+    applied(record, interruptId) ?? recovered.find((d) => d.interruptId === interruptId)?.digest;
+  const lost = () => {
+    for (const id of Object.keys(pending)) delete pending[id];
+    return new RunError("EXECUTION_LOST", messageText("resume.taskUnavailable"));
+  };
 
   if (execution.taskId === null || known.size === 0) {
     if (entries.length > 0 && entries.every((e, i) => applied(record, e.interruptId) === digests[i])) {
@@ -84,18 +105,15 @@ export function planResume(record: ThreadRecord, entries: ResumeEntry[], task: A
     throw new RunError("EXECUTION_LOST", messageText("resume.taskUnavailable"));
   }
 
-  for (const entry of Object.values(pending)) {
+  for (const entry of Object.values(execution.pending)) {
     if (entry.expiresAt !== undefined && Date.parse(entry.expiresAt) <= now) {
       throw new RunError("EXECUTION_EXPIRED", messageText("resume.expired"));
     }
   }
 
   if (task) {
-    const state = inputStateOf(task);
-    if (state !== undefined && TERMINAL.has(state)) {
-      execution.pending = {};
-      throw new RunError("EXECUTION_LOST", messageText("resume.taskUnavailable"));
-    }
+    const state = normalizeState(task.status?.state);
+    if (state !== undefined && TERMINAL_STATES.has(state)) throw lost();
     const iac = isObject(task.metadata?.iac_code) ? (task.metadata.iac_code as Record<string, unknown>) : undefined;
     const exposed = requiredInputs(iac);
     const waiting = new Set(exposed.map((input) => input.value.inputId));
@@ -105,12 +123,11 @@ export function planResume(record: ThreadRecord, entries: ResumeEntry[], task: A
         // The kernel took an answer the gateway never recorded (it stopped between the two): record it
         // now, so the same answer is "already applied" and nothing is sent twice.
         const entry = entries.find((e) => e.interruptId === id);
-        if (entry) record.appliedResumeDigests.push({ executionId: execution.executionId, interruptId: id, digest: resumeDigest(entry) });
+        if (entry) recovered.push({ executionId: execution.executionId, interruptId: id, digest: resumeDigest(entry) });
         delete pending[id];
       } else if (state === "input-required") {
         // The turn ended and nothing waits for this answer any more (the kernel restarted or moved on).
-        execution.pending = {};
-        throw new RunError("EXECUTION_LOST", messageText("resume.taskUnavailable"));
+        throw lost();
       }
     }
     for (const input of exposed) {
@@ -118,7 +135,7 @@ export function planResume(record: ThreadRecord, entries: ResumeEntry[], task: A
       if (applied(record, id) !== undefined) continue;
       const existing = Object.hasOwn(pending, id) ? pending[id] : undefined;
       if (existing) {
-        if (input.sideband) existing.sideband = true;
+        if (input.sideband && !existing.sideband) putOwn(pending, id, { ...existing, sideband: true });
       } else {
         putOwn(pending, id, { value: input.value, sideband: input.sideband });
       }
@@ -133,13 +150,13 @@ export function planResume(record: ThreadRecord, entries: ResumeEntry[], task: A
 
   // An id the kernel already accepted leaves the pending set whatever a stale snapshot says.
   entries.forEach((entry, i) => {
-    const done = applied(record, entry.interruptId);
+    const done = appliedDigest(entry.interruptId);
     if (done !== undefined) {
       if (done !== digests[i]) throw new RunError("RESUME_ALREADY_APPLIED", messageText("resume.alreadyApplied"));
       delete pending[entry.interruptId];
     }
   });
-  for (const id of Object.keys(pending)) if (applied(record, id) !== undefined) delete pending[id];
+  for (const id of Object.keys(pending)) if (appliedDigest(id) !== undefined) delete pending[id];
 
   const answers: PlannedAnswer[] = [];
   entries.forEach((entry, i) => {
@@ -148,8 +165,7 @@ export function planResume(record: ThreadRecord, entries: ResumeEntry[], task: A
       answers.push({ entry, pending: target, digest: digests[i]! });
       return;
     }
-    const done = applied(record, entry.interruptId);
-    if (done === undefined) throw new RunError("UNKNOWN_INTERRUPT", messageText("resume.unknownInterrupt"));
+    if (appliedDigest(entry.interruptId) === undefined) throw new RunError("UNKNOWN_INTERRUPT", messageText("resume.unknownInterrupt"));
   });
 
   const missing = Object.keys(pending).filter((id) => !seen.has(id));

@@ -1,6 +1,7 @@
 // The one place that reads and writes thread records: the per-thread lock, the cache of loaded threads
-// (a live run or pending interrupts keep a thread loaded; others are read lazily) and the store behind it,
-// with one queue of writes per thread. With a store shared by several replicas it also holds this
+// (a live run or pending interrupts keep a thread loaded; others are read lazily) and the store behind it.
+// A record changes only by a named transition (transitions.ts) applied under the thread's lock, then one
+// durable write; records are never edited in place. With a store shared by several replicas it also holds this
 // replica's claims (leases) on threads: a claimed thread is ours to run and write, every write is a
 // compare-and-set on the version we read and is fenced by the claim, and only a claimed thread is cached.
 import type { Logger } from "pino";
@@ -8,6 +9,7 @@ import { StateUnavailableError, isSharedThreadStore, type SharedThreadStore, typ
 import { timeResult, type GatewayMetrics } from "../ops/metrics.js";
 import { admission } from "./errors.js";
 import { KeyedLock } from "./keyed-lock.js";
+import { hasPending, isRefusal, type Transition } from "./transitions.js";
 
 export interface ThreadRepositoryOptions {
   store: ThreadStore;
@@ -36,24 +38,20 @@ export type ClaimResult = { claimed: true } | { claimed: false; heldBy: string }
 export class ThreadRepository {
   private readonly lock = new KeyedLock();
   private readonly loaded = new Map<string, ThreadRecord>();
-  private readonly saves = new Map<string, Promise<void>>();
+  /** Threads a run of this replica holds (kept loaded). */
+  private readonly held = new Set<string>();
   /** The shared store, when there is one. */
   readonly shared: SharedThreadStore | undefined;
   readonly replicaId: string;
   private readonly leaseTtlMs: number;
   private readonly claims = new Map<string, Claim>();
-  /** The stored version each record object was read or last written at (compare-and-set). */
-  private readonly versions = new WeakMap<ThreadRecord, number>();
+  /** The stored version of each claimed thread as last read or written (compare-and-set). */
+  private readonly versions = new Map<string, number>();
 
   constructor(private readonly options: ThreadRepositoryOptions) {
     this.shared = isSharedThreadStore(options.store) ? options.store : undefined;
     this.replicaId = options.replicaId ?? "local";
     this.leaseTtlMs = options.leaseTtlMs ?? 30_000;
-  }
-
-  /** Runs `task` alone among the tasks of this thread in this process. */
-  locked<T>(threadId: string, task: () => Promise<T>): Promise<T> {
-    return this.lock.run(threadId, task);
   }
 
   /**
@@ -71,7 +69,7 @@ export class ThreadRepository {
       if (lease?.ownerId === this.replicaId) await shared.breakLease(threadId, lease.token).catch(() => undefined);
       result = await this.acquire(shared, threadId);
     }
-    return "token" in result ? this.hold(threadId, result.token) : { claimed: false, heldBy: result.heldBy };
+    return "token" in result ? this.holdClaim(threadId, result.token) : { claimed: false, heldBy: result.heldBy };
   }
 
   /**
@@ -98,7 +96,7 @@ export class ThreadRepository {
     }
   }
 
-  private hold(threadId: string, token: string): ClaimResult {
+  private holdClaim(threadId: string, token: string): ClaimResult {
     let markLapsed!: () => void;
     const lapsed = new Promise<void>((resolve) => (markLapsed = resolve));
     const claim: Claim = { token, renewedAt: Date.now(), lost: false, lapsed, markLapsed, timer: undefined as unknown as NodeJS.Timeout };
@@ -113,16 +111,24 @@ export class ThreadRepository {
     return this.claims.get(threadId)?.lapsed;
   }
 
-  /** Gives the thread back (a shared store only; the lease goes, the cached record with it). */
-  async unclaim(threadId: string): Promise<void> {
+  /**
+   * Gives the thread back (a shared store only; the lease goes, the cached record with it). Resolves false when
+   * Redis did not take the release (logged): the lease then lapses after its TTL.
+   */
+  async unclaim(threadId: string): Promise<boolean> {
     const claim = this.claims.get(threadId);
-    if (!claim || !this.shared) return;
+    if (!claim || !this.shared) return true;
     this.claims.delete(threadId);
     clearInterval(claim.timer);
     this.loaded.delete(threadId);
-    await this.shared.releaseLease(threadId, claim.token).catch((error: unknown) =>
-      this.options.logger.warn({ err: error, threadId }, "thread lease could not be released; it lapses after its TTL"),
-    );
+    this.versions.delete(threadId);
+    try {
+      await this.shared.releaseLease(threadId, claim.token);
+      return true;
+    } catch (error) {
+      this.options.logger.warn({ err: error, threadId }, "thread lease could not be released; it lapses after its TTL");
+      return false;
+    }
   }
 
   /** Takes over the lease of a replica known to be gone (if it still holds the thread), then claims the thread. */
@@ -159,24 +165,54 @@ export class ThreadRepository {
     return this.loaded.has(threadId);
   }
 
-  /** Keeps `record` loaded (a live run, pending interrupts). */
-  keep(record: ThreadRecord): void {
-    this.loaded.set(record.threadId, record);
-  }
-
-  forget(threadId: string): void {
-    this.loaded.delete(threadId);
-  }
-
   loadedRecords(): IterableIterator<ThreadRecord> {
     return this.loaded.values();
   }
 
-  /**
-   * The loaded record, else the stored one. `recover` (only under the thread's lock, where a recovery write
-   * cannot race a run) is applied to a record read from the store.
-   */
-  async load(threadId: string, recover?: (record: ThreadRecord) => Promise<unknown>): Promise<ThreadRecord | undefined> {
+  /** Keeps the thread loaded while a run of this replica holds it (and after, while interrupts are pending). */
+  hold(threadId: string): void {
+    this.held.add(threadId);
+  }
+
+  /** The run that held the thread has ended: it stays loaded only while interrupts are pending. */
+  letGo(threadId: string): void {
+    this.held.delete(threadId);
+    const record = this.loaded.get(threadId);
+    if (record && !hasPending(record)) this.loaded.delete(threadId);
+  }
+
+  /** Runs `task` alone among the tasks of this thread in this process, with the thread's record at hand. */
+  locked<T>(threadId: string, task: (thread: LockedThread) => Promise<T>): Promise<T> {
+    return this.lock.run(threadId, () => task(this.handle(threadId)));
+  }
+
+  /** Applies `transition` to the thread's current record under its lock, writes the result and resolves with it. */
+  update(threadId: string, transition: Transition): Promise<ThreadRecord> {
+    return this.locked(threadId, (thread) => thread.update(transition));
+  }
+
+  /** The loaded record, else the stored one; outside the lock (a read-only look, e.g. the observer route). */
+  read(threadId: string): Promise<ThreadRecord | undefined> {
+    return this.load(threadId);
+  }
+
+  private handle(threadId: string): LockedThread {
+    return {
+      read: (recover) => this.load(threadId, recover),
+      update: async (transition) => {
+        const current = await this.load(threadId);
+        if (!current) throw new StateUnavailableError("the thread has no record to change");
+        const next = transition(current);
+        if (isRefusal(next)) throw next.refused;
+        await this.write(next);
+        return next;
+      },
+      write: (record) => this.write(record),
+      restore: (before) => this.restore(threadId, before),
+    };
+  }
+
+  private async load(threadId: string, recover?: (record: ThreadRecord) => Promise<unknown>): Promise<ThreadRecord | undefined> {
     const cached = this.loaded.get(threadId);
     if (cached) return cached;
     try {
@@ -185,6 +221,7 @@ export class ThreadRepository {
         await recover(record).catch((error: unknown) =>
           this.options.logger.warn({ err: error, threadId }, "recovery of an abandoned run could not be written"),
         );
+        return this.loaded.get(threadId) ?? (await this.loadStored(threadId));
       }
       return record;
     } catch (error) {
@@ -201,7 +238,7 @@ export class ThreadRepository {
     if (!this.shared) return this.options.store.load(threadId);
     const stored = await this.shared.loadVersioned(threadId);
     if (!stored) return undefined;
-    this.versions.set(stored.record, stored.version);
+    this.versions.set(threadId, stored.version);
     return stored.record;
   }
 
@@ -211,17 +248,14 @@ export class ThreadRepository {
     return list ? list.call(this.options.store) : undefined;
   }
 
-  /** Writes of one thread are queued, each serializing the record as it is when its turn comes. */
-  persist(record: ThreadRecord): Promise<void> {
-    const previous = this.saves.get(record.threadId) ?? Promise.resolve();
+  /** One durable write; then the record is what this replica sees of the thread (while it keeps it loaded). */
+  private async write(record: ThreadRecord): Promise<void> {
     const metrics = this.options.metrics;
     const save = () => this.save(record);
-    const next = previous.catch(() => undefined).then(() => (metrics ? timeResult(metrics.stateWriteLatency, save) : save()));
-    this.saves.set(record.threadId, next);
-    void next.catch(() => undefined).then(() => {
-      if (this.saves.get(record.threadId) === next) this.saves.delete(record.threadId);
-    });
-    return next;
+    await (metrics ? timeResult(metrics.stateWriteLatency, save) : save());
+    const threadId = record.threadId;
+    if ((this.held.has(threadId) || hasPending(record)) && (!this.shared || this.claims.has(threadId))) this.loaded.set(threadId, record);
+    else this.loaded.delete(threadId);
   }
 
   private async save(record: ThreadRecord): Promise<void> {
@@ -229,22 +263,33 @@ export class ThreadRepository {
     // Fenced: a replica whose claim lapsed (or that never claimed the thread) cannot overwrite a newer record.
     const claim = this.claims.get(record.threadId);
     if (!claim || claim.lost) throw new StateUnavailableError("this replica does not hold the thread's lease");
-    const version = await this.shared.saveVersioned(record, this.versions.get(record) ?? 0, claim.token);
-    this.versions.set(record, version);
+    const version = await this.shared.saveVersioned(record, this.versions.get(record.threadId) ?? 0, claim.token);
+    this.versions.set(record.threadId, version);
   }
 
   /**
-   * Undoes a refused admission: `before` (or no record) is loaded and stored again. The write may have
-   * landed before it failed (a directory fsync error), so the disk is put back too. A shared store's
-   * compare-and-set write either landed whole or not at all, so there only the cache is put back.
+   * Undoes a refused admission: `before` (or no record) is what the thread holds again. The cache never took the
+   * failed write, but the write may have landed before it failed (a directory fsync error), so the disk is put
+   * back. A shared store's compare-and-set write either landed whole or not at all (its version is read again).
    */
-  async restore(threadId: string, before: ThreadRecord | undefined): Promise<void> {
+  private async restore(threadId: string, before: ThreadRecord | undefined): Promise<void> {
     if (this.shared) {
       this.loaded.delete(threadId);
+      this.versions.delete(threadId);
       return;
     }
-    if (before) this.loaded.set(threadId, before);
-    else this.loaded.delete(threadId);
     await (before ? this.options.store.save(before) : this.options.store.remove?.(threadId))?.catch(() => undefined);
   }
+}
+
+/** A thread under its lock: what a job may do with its record. */
+export interface LockedThread {
+  /** The loaded record, else the stored one; `recover` is applied to a record read from the store. */
+  read(recover?: (record: ThreadRecord) => Promise<unknown>): Promise<ThreadRecord | undefined>;
+  /** Applies `transition` to the current record and writes the result; a refusal is thrown, nothing written. */
+  update(transition: Transition): Promise<ThreadRecord>;
+  /** Writes `record` as the thread's: only admission, whose `admit` transition made it from what `read` gave. */
+  write(record: ThreadRecord): Promise<void>;
+  /** Puts back what the thread held before a refused admission. */
+  restore(before: ThreadRecord | undefined): Promise<void>;
 }
