@@ -8,6 +8,7 @@ import path from "node:path";
 import type { RunAgentInput } from "@ag-ui/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startScriptedA2AServer, type ScriptedA2AServer } from "../src/demo/index.js";
+import { streamProblems } from "./helpers/checks.js";
 import { allowOnce, demoScript, ensureCliBuilt, interruptsOf, resumeInput, startCli, type CliGateway } from "./helpers/durable.js";
 import { runInput } from "./helpers/e2e.js";
 import { finishRun, postRun, startReplicas, type Replicas } from "./helpers/replicas.js";
@@ -21,6 +22,7 @@ async function parkThenKill(gateway: CliGateway, input: RunAgentInput): Promise<
   const killed = gateway.kill("SIGKILL");
   expect(terminal).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "interrupt" } });
   await killed;
+  expect(streamProblems(posted.live!.events), "the stream up to its terminal event").toEqual([]);
   return posted.live!.events;
 }
 

@@ -424,7 +424,8 @@ export async function runCrashPoint(upstream: CrashUpstream, root: string, point
       }
     }
   } finally {
-    // The last saves (end of run) happen after the client has its stream: give the crash point a moment.
+    // A save after the client has its terminal event would break "end before announce": give such a crash point a
+    // moment to show itself (the test expects none).
     if (stage === "completed") await Promise.race([child.exited, new Promise((resolve) => setTimeout(resolve, 1_000))]);
     if (child.child.exitCode === null && child.child.signalCode === null) {
       if (stage === "completed") stage = "never";
