@@ -543,6 +543,20 @@ describe("refused resumes are [RUN_STARTED, RUN_ERROR] and the interrupt stays r
     expect(dataPartsTo(stack.upstream, parked.taskId)).toHaveLength(1);
   });
 
+  it("a resume refused for its payload under the interrupted run's id leaves that id to the corrected retry", async () => {
+    const parked = await parkedTurn(stack.gateway.url, stack.input({ prompt: "deploy, then mistype the answer" }));
+    const id = parked.interrupts[0]!.id;
+    const sameRunId = { runId: parked.input.runId };
+    const mistyped = await resumeRaw(stack.gateway.url, parked, [{ interruptId: id, status: "resolved", payload: { decision: "maybe" } }], sameRunId);
+    expectRefused(mistyped, "RESUME_PAYLOAD_INVALID");
+    expect(dataPartsTo(stack.upstream, parked.taskId)).toEqual([]);
+    const corrected = await resumeRaw(stack.gateway.url, parked, [allowOnce(id)], sameRunId);
+    expectSuccess(corrected);
+    expect(dataPartsTo(stack.upstream, parked.taskId).map((d) => d.decision)).toEqual(["allow_once"]);
+    // Spent now: the id names the interrupted turn again, and this body is not that turn's.
+    expect((await postRaw(stack.gateway.url, resumeInput(parked.input, [allowOnce(id)], sameRunId))).json).toMatchObject({ error: { code: "RUN_ID_CONFLICT" } });
+  });
+
   it("a rejected answer (JSON-RPC -32602) is RUN_ERROR A2A_UNAVAILABLE and a retry succeeds", async () => {
     const parked = await parkedTurn(stack.gateway.url, stack.input({ prompt: "reject the first answer" }));
     const answer = [allowOnce("permission-reject")];
