@@ -7,7 +7,7 @@ import { createAguiPipeline } from "../operators/index.js";
 import { operate, operatorObserver } from "../operators/lib/operate.js";
 import type { A2AStreamResponse, AguiEvent } from "../operators/types.js";
 import { a2aFrames, collectInVirtualTime, runMarbles, spell } from "./harness.js";
-import { verifyAguiStream } from "./verify.js";
+import { verifyAguiStream } from "../operators/verify/index.js";
 
 const f = a2aFrames();
 let escaped: unknown[] = [];

@@ -5,7 +5,7 @@ import { createAguiPipeline, isProjectionFact, type AguiPipelineOptions } from "
 import type { A2AStreamResponse, AguiEvent } from "../operators/types.js";
 import { a2aFrames, collectInVirtualTime, trace } from "./harness.js";
 import { CA, CS, ST, envelope as E, resetSequence } from "./pipeline-fixtures.js";
-import { verifyAguiStream } from "./verify.js";
+import { verifyAguiStream } from "../operators/verify/index.js";
 
 const f = a2aFrames();
 const opts: AguiPipelineOptions = { threadId: "t1", runId: "r1", contextId: "ctx-a1", heartbeat: false, newId: () => "x" };

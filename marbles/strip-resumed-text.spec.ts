@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { createAguiPipeline } from "../operators/index.js";
 import { stripResumedText } from "../operators/strip-resumed-text.js";
 import { a2aFrames, collectInVirtualTime, letterOf, runMarbles, trace } from "./harness.js";
-import { verifyAguiStream } from "./verify.js";
+import { verifyAguiStream } from "../operators/verify/index.js";
 
 const eq = (a: unknown, b: unknown) => expect(a).toEqual(b);
 const sha = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");

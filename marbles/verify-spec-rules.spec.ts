@@ -6,7 +6,7 @@ import { transformChunks, verifyEvents } from "@ag-ui/client";
 import type { BaseEvent } from "@ag-ui/core";
 import { from } from "rxjs";
 import { describe, expect, it } from "vitest";
-import { AGUI_RULES, END_OF_STREAM, verifyAguiStream, type AguiRule } from "./verify.js";
+import { AGUI_RULES, END_OF_STREAM, verifyAguiStream, type AguiRule } from "../operators/verify/index.js";
 
 type Ev = { type: string; [k: string]: unknown };
 

@@ -6,7 +6,7 @@ import type { BaseEvent } from "@ag-ui/core";
 import fc from "fast-check";
 import { from } from "rxjs";
 import { describe, expect, it } from "vitest";
-import { verifyAguiStream, type AguiRule } from "./verify.js";
+import { verifyAguiStream, type AguiRule } from "../operators/verify/index.js";
 
 type Ev = { type: string; [k: string]: unknown };
 

@@ -2,7 +2,7 @@ import { verifyEvents } from "@ag-ui/client";
 import type { BaseEvent } from "@ag-ui/core";
 import { from } from "rxjs";
 import { describe, expect, it } from "vitest";
-import { aguiRunOutcomes, END_OF_STREAM, verifyAguiStream } from "./verify.js";
+import { aguiRunOutcomes, END_OF_STREAM, verifyAguiStream } from "../operators/verify/index.js";
 
 type Ev = { type: string; [k: string]: unknown };
 

@@ -4,7 +4,7 @@
 // envelope with a new id is kept even below the highest sequence seen — the reference drops it and loses
 // the late handoff frame.
 import type { OperatorFunction } from "rxjs";
-import { iacCodeOf as iacCodeOfResult, onlySessionId, unprocessableFrame } from "./lib/a2a-read.js";
+import { iacCodeOf as iacCodeOfResult, onlySessionId, payloadKeyOf, unprocessableFrame } from "./lib/a2a-read.js";
 import { isObject, toCount } from "./lib/json.js";
 import { stageOperator, type Stage } from "./lib/stage.js";
 import type { A2AStreamResponse, JsonObject } from "./types.js";
@@ -71,30 +71,16 @@ export function dedupePipelineStage(options: DedupePipelineOptions = {}): Stage<
   };
 }
 
-/** The frame's payload (the oneof member), whatever other keys the frame has. Named reads: this runs once per frame. */
-function payloadOf(frame: A2AStreamResponse): { metadata?: unknown } | undefined {
-  const f = frame as Record<string, unknown>;
-  if (isObject(f.statusUpdate)) return f.statusUpdate;
-  if (isObject(f.task)) return f.task;
-  if (isObject(f.artifactUpdate)) return f.artifactUpdate;
-  if (isObject(f.message)) return f.message;
-  return undefined;
-}
-
-/** The key `payloadOf` found the payload under. */
-function payloadKeyOf(frame: A2AStreamResponse): string {
-  const payload = payloadOf(frame);
-  return (["statusUpdate", "task", "artifactUpdate", "message"] as const).find((key) => (frame as Record<string, unknown>)[key] === payload)!;
-}
-
 function iacCodeOf(frame: A2AStreamResponse): JsonObject | undefined {
-  const payload = payloadOf(frame);
-  return payload && iacCodeOfResult(payload as { metadata?: JsonObject });
+  const key = payloadKeyOf(frame);
+  const payload = key === undefined ? undefined : (frame as Record<string, unknown>)[key];
+  return isObject(payload) ? iacCodeOfResult(payload as { metadata?: JsonObject }) : undefined;
 }
 
 /** A copy of the frame with another iac_code object; the original frame is never mutated. */
 function withIacCode(frame: A2AStreamResponse, iac: JsonObject): A2AStreamResponse {
-  const key = payloadKeyOf(frame);
+  // Only called on a frame whose iac_code was read, so it has a payload key.
+  const key = payloadKeyOf(frame)!;
   const payload = (frame as Record<string, { metadata?: JsonObject }>)[key]!;
   return { [key]: { ...payload, metadata: { ...payload.metadata, iac_code: iac } } } as unknown as A2AStreamResponse;
 }

@@ -34,19 +34,14 @@ export interface ProjectA2AOptions {
   session?: SessionInfo;
   /** Inputs already answered in this execution: seeing them again is not a new interrupt. */
   appliedInputIds?: Iterable<string>;
-  /** Live form of appliedInputIds, for answers accepted while the run streams (a resume). */
-  isInputApplied?: (inputId: string) => boolean;
   /** Interrupts already announced, by id: a repeated sighting keeps its object (ids, schema, expiresAt). */
   knownInterrupts?: ReadonlyMap<string, Interrupt>;
   /** 0 or absent: interrupts never expire. */
   interruptTtlMs?: number;
   /** Durable pipeline steps still open from the previous run; reopened right after RUN_STARTED. */
   openSteps?: Iterable<string>;
-  pipelineRunId?: string;
   /** Use the agent messages of a task's history when a run has produced no text (off for resumes). */
   historyFallback?: boolean;
-  /** Emit RUN_STARTED first (default true). */
-  runStarted?: boolean;
   scheduler?: SchedulerLike;
   /** Suffix source for generated ids (`assistant-<id>`, `tool-<id>`). */
   newId?: () => string;
@@ -86,15 +81,14 @@ export function projectionStages(options: ProjectA2AOptions): Stage<unknown, unk
       contextId,
       taskId,
       appliedInputIds: options.appliedInputIds,
-      isInputApplied: options.isInputApplied,
       knownInterrupts: options.knownInterrupts,
       interruptTtlMs: options.interruptTtlMs,
       translate,
     }),
-    projectPipelineStage({ threadId, openSteps: options.openSteps, pipelineRunId: options.pipelineRunId, scheduler }),
+    projectPipelineStage({ threadId, openSteps: options.openSteps, scheduler }),
     totalUsageStage(),
     projectSpansStage({ runId, newId: options.newId }),
-    mapTerminalStage({ threadId, runId, parentRunId: options.parentRunId, runStarted: options.runStarted, translate, language: options.language, scheduler }),
+    mapTerminalStage({ threadId, runId, parentRunId: options.parentRunId, translate, language: options.language, scheduler }),
     announceSessionStage({ threadId, runId, contextId, taskId, session: options.session }),
   ] as Stage<unknown, unknown>[];
 }

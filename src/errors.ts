@@ -4,7 +4,7 @@
 import { RunError, type AguiEvent } from "../operators/index.js";
 import { runErrorEvent } from "../operators/lib/run-error-event.js";
 import { type Language, localize, messageText, normalizeLanguage } from "./i18n/index.js";
-import { InputError } from "./runs/input.js";
+import { InputError } from "./input-error.js";
 
 /** "client": the text is the client's to read; "internal": logged, and a generic text is shown instead. */
 export type Exposure = "client" | "internal";

@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { allowedRootsFromEnv, resolveCwd } from "../src/runs/cwd.js";
-import { InputError } from "../src/runs/input.js";
+import { InputError } from "../src/input-error.js";
 
 // Layout under one scratch dir (all real paths):
 //   <base>/root/            allowed root; contains ws/, file.txt, link-out -> outside, dangling -> outside/missing

@@ -4,7 +4,7 @@ import { HttpAgent as HttpAgent0058 } from "ag-ui-client-0058";
 import { HttpAgent } from "@ag-ui/client";
 import { EventSchema } from "@ag-ui/core/schemas";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { verifyAguiStream } from "../marbles/verify.js";
+import { verifyAguiStream } from "../operators/verify/index.js";
 import { startStack, type Stack } from "./helpers/e2e.js";
 import type { ScriptedA2AServer } from "../src/demo/index.js";
 

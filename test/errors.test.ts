@@ -6,7 +6,7 @@ import { RunError } from "../operators/index.js";
 import { runErrorEvent } from "../operators/lib/run-error-event.js";
 import { GatewayError, errorEnvelope, gatewayErrorOf, runErrorOf } from "../src/errors.js";
 import { localize } from "../src/i18n/index.js";
-import { INPUT_ERROR_BASES, InputError } from "../src/runs/input.js";
+import { INPUT_ERROR_BASES, InputError } from "../src/input-error.js";
 import { admission } from "../src/runs/errors.js";
 
 describe("gatewayErrorOf", () => {

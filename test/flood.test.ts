@@ -10,7 +10,9 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDemoScript, startScriptedA2AServer, type ScriptedA2AServer } from "../src/demo/index.js";
 import { startGateway, type RunningGateway } from "../src/gateway.js";
+import { streamProblems } from "./helpers/checks.js";
 import { ensureCliBuilt, startCli, type CliGateway } from "./helpers/durable.js";
+import { liveSse, openSse, postRaw, scriptByPrompt, sessionEventOf, slowTurn, startStack } from "./helpers/e2e.js";
 import { envelopeProblems, httpCall, silentLogger, type Reply } from "./helpers/faults.js";
 import { bigJson, floodFromChild, pollHealth, upload } from "./helpers/flood.js";
 
@@ -113,6 +115,41 @@ describe("the shared body budget", () => {
     const refusedCount = (await gateway.metrics.refusedRequests.get()).values.find((v) => v.labels["reason"] === "budget")?.value;
     expect(refusedCount).toBe(1);
     await expectAlive(gateway.url);
+  }, 30_000);
+
+  it("an observer stream gives its body's budget back when it starts, as a run stream does", async () => {
+    // A budget of 64 KiB and observer bodies of 40 KiB: a second observer fits only if the first one's body is no
+    // longer counted while its stream is open.
+    const stack = await startStack({
+      script: scriptByPrompt({ slow: (turn) => slowTurn(`sess-${turn.contextId}`, 400, 25) }),
+      gateway: { bodyBudgetMib: 1 / 16 },
+    });
+    try {
+      const input = stack.input({ prompt: "slow" });
+      const live = await openSse(stack.gateway.url, input);
+      await live.until((e) => e.type === "CUSTOM");
+      const executionId = String(sessionEventOf(live.events).executionId);
+      const executionUrl = `${stack.gateway.url}extensions/iac-code/v1/executions/${executionId}`;
+      // JSON may end in whitespace: the padding makes the body big without a key the route refuses.
+      const body = JSON.stringify({ threadId: input.threadId, runId: input.runId, rosInvocationId: "invocation-1" }).padEnd(40 * 1024, " ");
+      const observe = async () => {
+        const controller = new AbortController();
+        const response = await fetch(`${executionUrl}/subscribe`, { method: "POST", headers: { "Content-Type": "application/json" }, body, signal: controller.signal });
+        return liveSse(response, controller);
+      };
+      const first = await observe();
+      expect(first.status).toBe(200);
+      expect(await first.until((e) => e.type === "RUN_STARTED")).toBeDefined();
+      const second = await observe();
+      expect(second.status, "an open observer stream must not hold the body budget (503 SERVER_BUSY)").toBe(200);
+      expect(await second.until((e) => e.type === "RUN_STARTED")).toBeDefined();
+      const cancel = await postRaw(`${executionUrl}/cancel`, { threadId: input.threadId, rosInvocationId: "invocation-1" });
+      expect(cancel.status).toBe(200);
+      for (const stream of [live, first, second]) expect(streamProblems(await stream.rest())).toEqual([]);
+      expect((await stack.gateway.metrics.refusedRequests.get()).values.find((v) => v.labels["reason"] === "budget")).toBeUndefined();
+    } finally {
+      await stack.close();
+    }
   }, 30_000);
 });
 

@@ -1,11 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  type AguiMessage,
-  InputError,
-  latestUserMessage,
-  parseRunAgentInput,
-  peekPreferredLanguage,
-} from "../src/runs/input.js";
+import { InputError } from "../src/input-error.js";
+import { type AguiMessage, latestUserMessage, parseRunAgentInput, peekPreferredLanguage } from "../src/runs/input.js";
 
 // The minimal normal-run example of the product spec, verbatim.
 const SEED_EXAMPLE = `{

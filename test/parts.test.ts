@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { type AguiMessage, InputError } from "../src/runs/input.js";
+import { InputError } from "../src/input-error.js";
+import type { AguiMessage } from "../src/runs/input.js";
 import {
   MAX_IMAGE_BYTES,
   MAX_TOTAL_IMAGE_BYTES,

@@ -5,10 +5,23 @@ import { OPERATOR_TEXTS } from "../messages.js";
 
 export type A2AResult = A2ATask & { taskId?: string; artifact?: unknown; status?: A2ATaskStatus };
 
-/** The payload of a StreamResponse: its task, statusUpdate, artifactUpdate or message. */
-export function resultOf(frame: A2AStreamResponse): A2AResult & A2AMessage {
+/** The keys of a StreamResponse's payload (a oneof), in the order they are looked for. */
+export type PayloadKey = "statusUpdate" | "task" | "artifactUpdate" | "message";
+
+/** The key the frame's payload sits under, undefined for a frame without one. Named reads: this runs once per frame. */
+export function payloadKeyOf(frame: A2AStreamResponse): PayloadKey | undefined {
   const f = frame as Record<string, unknown>;
-  return (f.statusUpdate ?? f.task ?? f.artifactUpdate ?? f.message ?? frame) as A2AResult & A2AMessage;
+  if (f.statusUpdate != null) return "statusUpdate";
+  if (f.task != null) return "task";
+  if (f.artifactUpdate != null) return "artifactUpdate";
+  if (f.message != null) return "message";
+  return undefined;
+}
+
+/** The payload of a StreamResponse: its task, statusUpdate, artifactUpdate or message (the frame itself without one). */
+export function resultOf(frame: A2AStreamResponse): A2AResult & A2AMessage {
+  const key = payloadKeyOf(frame);
+  return (key === undefined ? frame : (frame as Record<string, unknown>)[key]) as A2AResult & A2AMessage;
 }
 
 /** `TASK_STATE_INPUT_REQUIRED` → `input-required`; the US spelling `canceled` is the only one A2A uses. */
@@ -28,7 +41,7 @@ export function normalizeState(state: unknown): string | undefined {
 const NORMALIZED_STATES = new Map<string, string>();
 
 export const FAILED_STATES: ReadonlySet<string> = new Set(["failed", "rejected", "auth-required"]);
-export const TERMINAL_STATES: ReadonlySet<string> = new Set(["completed", "failed", "rejected", "auth-required", "canceled"]);
+export const TERMINAL_STATES: ReadonlySet<string> = new Set(["completed", "canceled", ...FAILED_STATES]);
 
 export function iacCodeOf(result: { metadata?: JsonObject }): JsonObject | undefined {
   const meta = result.metadata;

@@ -19,8 +19,6 @@ export interface MapInterruptsOptions {
   taskId?: string;
   /** Inputs already answered in this execution: seeing them again is not a new interrupt. */
   appliedInputIds?: Iterable<string>;
-  /** Live form of appliedInputIds, for answers accepted while the run streams (a resume). */
-  isInputApplied?: (inputId: string) => boolean;
   /** Interrupts already announced, by id: a repeated sighting keeps its object (ids, schema, expiresAt). */
   knownInterrupts?: ReadonlyMap<string, Interrupt>;
   /** 0 or absent: interrupts never expire. */
@@ -53,10 +51,10 @@ export function mapInterruptsStage<T extends { type: string }>(
 ): Stage<T, Exclude<T, RequiredInputsPart> | InterruptEndPart | ProjectionFact> {
   const translate = options.translate ?? identity;
   return (out) => {
-    // Made only for a non-empty seed (and only when no live check replaces it): an idle stream holds none (each empty Set is ~150 B).
+    // Made only for a non-empty seed: an idle stream holds none (each empty Set is ~150 B).
     let applied: Set<string> | undefined;
-    if (options.isInputApplied === undefined) for (const id of options.appliedInputIds ?? []) (applied ??= new Set()).add(id);
-    const isApplied = options.isInputApplied ?? ((id: string) => applied?.has(id) ?? false);
+    for (const id of options.appliedInputIds ?? []) (applied ??= new Set()).add(id);
+    const isApplied = (id: string) => applied?.has(id) ?? false;
     let taskId = options.taskId;
     const interrupt = ({ inputs, time }: RequiredInputsPart) => {
       const open = inputs.filter((input) => !isApplied(input.value.inputId));

@@ -17,8 +17,6 @@ export interface ProjectPipelineOptions {
   threadId: string;
   /** Durable pipeline steps still open from the previous run; reopened on subscribe. */
   openSteps?: Iterable<string>;
-  /** Default `pipeline-<threadId>`; a recovery snapshot may name another. */
-  pipelineRunId?: string;
   scheduler?: SchedulerLike;
 }
 
@@ -49,7 +47,8 @@ export function projectPipelineStage<T extends { type: string }>(options: Projec
     let durableSteps: Set<string> | undefined;
     let runSteps: Set<string> | undefined;
     for (const key of options.openSteps ?? []) (durableSteps ??= new Set()).add(key);
-    let pipelineRunId = options.pipelineRunId ?? `pipeline-${options.threadId}`;
+    // A recovery snapshot may name another.
+    let pipelineRunId = `pipeline-${options.threadId}`;
     let cursor = 0;
 
     const step = (type: EventType.STEP_STARTED | EventType.STEP_FINISHED, key: string, timestamp: number) =>

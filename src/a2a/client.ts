@@ -10,7 +10,7 @@ import { a2aUnavailable, classify, jsonRpcErrorOf } from "./errors.js";
 import { decodeStreamResult, decodeTask, invalidFrame } from "./frames.js";
 import { fetchPipelineState, requestSessionRestore, type PipelineState, type RestTransport } from "./iac-code-routes.js";
 import { IdleWatch } from "./idle-watch.js";
-import { readFrames, type FlowGate } from "./sse-reader.js";
+import { readSseBody, type FlowGate } from "./sse-reader.js";
 import { isObject } from "../../operators/lib/json.js";
 
 export { A2AJsonRpcError, a2aUnavailable } from "./errors.js";
@@ -186,7 +186,7 @@ export class A2AClient {
           throw jsonRpcErrorOf(parseJson(await readText(res.body)));
         }
         idle.start();
-        return readFrames(res.body, subscriber, flow, idle);
+        return readSseBody(res.body, subscriber, flow, idle);
       })
       .catch((error: unknown) => {
         if (!subscriber.closed) subscriber.error(idle.fired ? a2aUnavailable() : classify(error));

@@ -68,7 +68,7 @@ class SseFrameDecoder {
  * pending promise, only its listeners. While the flow gate is closed the body is paused, so the socket is
  * not read and backpressure reaches the kernel.
  */
-export function readFrames(
+export function readSseBody(
   body: Readable,
   subscriber: Subscriber<A2AStreamResponse>,
   flow: FlowGate | undefined,

@@ -13,7 +13,7 @@ import { BodyBudget, CANCEL_BODY, RUN_BODY, drainUnreadBody, parseJsonObject, re
 import { GatewayError, errorEnvelope as envelopeOf, gatewayErrorOf } from "../errors.js";
 import { httpErrors } from "./errors.js";
 import type { StreamSelfCheck } from "./self-check.js";
-import { admitRequest, startRunStream, streamObservation } from "./run-route.js";
+import { admitRequest, startObservationStream, startRunStream } from "./run-route.js";
 import { agentCapabilities } from "./capabilities.js";
 import { metricsText, type GatewayMetrics } from "../ops/metrics.js";
 
@@ -133,7 +133,7 @@ export function createApp(options: AppOptions): Koa<State> {
     const observation = { executionId: ctx.params.executionId!, threadId: threadId as string, runId: runId as string, rosInvocationId: rosInvocationId as string, language };
     const events = await options.runs.observe(observation);
     ctx.respond = false;
-    await streamObservation(options, ctx, events, language);
+    startObservationStream(options, ctx, events, language);
   });
 
   // Koa reports socket errors (a client hanging up mid-stream) here; they are not the gateway's failures.

@@ -5,7 +5,8 @@ import type { Observable } from "rxjs";
 import type { AguiOutput } from "../../operators/index.js";
 import { normalizeLanguage, type Language } from "../i18n/index.js";
 import { checkCwd } from "../runs/cwd.js";
-import { INPUT_ERROR_BASES, InputError, latestUserMessage, parseRunAgentInput } from "../runs/input.js";
+import { INPUT_ERROR_BASES, InputError } from "../input-error.js";
+import { latestUserMessage, parseRunAgentInput } from "../runs/input.js";
 import { buildUserParts } from "../runs/parts.js";
 import { runDigest, type RunSession } from "../runs/service.js";
 import type { AppOptions } from "./app.js";
@@ -70,14 +71,21 @@ export function startRunStream(options: AppOptions, ctx: Context, session: RunSe
     });
 }
 
-/** Streams a read-only observation to its end. */
-export async function streamObservation(options: AppOptions, ctx: Context, events: Observable<AguiOutput>, language: Language): Promise<void> {
-  await writeSse(ctx.res, () => events, {
+/**
+ * Streams a read-only observation on the response. Not awaited by the route, as startRunStream: the request's
+ * body budget is given back when the stream starts, not when it ends.
+ */
+export function startObservationStream(options: AppOptions, ctx: Context, events: Observable<AguiOutput>, language: Language): void {
+  const res = ctx.res;
+  void writeSse(res, () => events, {
     proto: acceptsProto(ctx.get("Accept")),
     language,
     onFailure: (error) => {
       options.logger.error({ err: error }, "an observed event could not be written");
       options.metrics?.streamWriteFailures.inc();
     },
+  }).catch((error: unknown) => {
+    options.logger.error({ err: error }, "observation stream failed");
+    res.destroy();
   });
 }

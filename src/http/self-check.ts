@@ -3,7 +3,7 @@
 // counted; the event is still sent, so a client sees exactly what the gateway produced.
 import { EventSchema } from "@ag-ui/core/schemas";
 import type { Logger } from "pino";
-import { verifyAguiStream } from "../../marbles/verify.js";
+import { verifyAguiStream } from "../../operators/verify/index.js";
 import type { AguiOutput } from "../../operators/index.js";
 
 export interface SelfCheckCounter {

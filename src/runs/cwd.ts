@@ -2,7 +2,7 @@
 // on the physical path so a symlink cannot lead a workspace out of the allowed roots.
 import { lstat, mkdir, readlink, realpath, rmdir, stat } from "node:fs/promises";
 import path from "node:path";
-import { INPUT_ERROR_BASES as B, type InputErrorBase, InputError } from "./input.js";
+import { INPUT_ERROR_BASES as B, type InputErrorBase, InputError } from "../input-error.js";
 import { errnoCode } from "../errno.js";
 
 const CWD_FIELD = "forwardedProps.iacCode.cwd";

@@ -1,72 +1,24 @@
 // Validation of the POST / body: the open AG-UI RunAgentInput envelope plus the strict
 // forwardedProps.iacCode extension. Every failure is an InputError whose message names the field,
-// built only from the catalog texts below (named by catalog key; the edge localizes them by exact text).
+// built only from the catalog texts of src/input-error.ts.
 import type { Message } from "@ag-ui/core";
 import { z } from "zod";
 import type { RequestMetadataInput } from "../a2a/metadata.js";
-import { messageText } from "../i18n/index.js";
+import {
+  INPUT_ERROR_BASES,
+  INPUT_ERROR_REASONS,
+  InputError,
+  type InputErrorBase,
+  type InputErrorReason,
+} from "../input-error.js";
 import { isObject } from "../../operators/lib/json.js";
 
 export type AguiMessage = Message;
 export type AguiUserMessage = Extract<Message, { role: "user" }>;
 
-/** Base texts of INVALID_INPUT errors, from the i18n catalog (localized at the edge by their exact text). */
-export const INPUT_ERROR_BASES = {
-  envelope: messageText("input.invalidEnvelope"),
-  forwardedProps: messageText("input.invalidForwardedProps"),
-  noUserMessage: messageText("content.userMessageRequired"),
-  contentInvalid: messageText("content.invalid"),
-  unsupportedPart: messageText("content.unsupportedPart"),
-  remoteMedia: messageText("content.remoteMedia"),
-  imageMediaType: messageText("content.imageMediaType"),
-  imageBase64: messageText("content.imageBase64"),
-  imageTooLarge: messageText("content.imageTooLarge"),
-  imagesTooLarge: messageText("content.imagesTooLarge"),
-  cwdNotAbsolute: messageText("workspace.notAbsolute"),
-  cwdInvalid: messageText("workspace.invalid"),
-  cwdOutsideRoots: messageText("workspace.outsideRoots"),
-  cwdNotDirectory: messageText("workspace.notDirectory"),
-  cwdCannotCreate: messageText("workspace.cannotCreate"),
-  clientTools: messageText("input.clientToolsUnsupported"),
-} as const;
-export type InputErrorBase = (typeof INPUT_ERROR_BASES)[keyof typeof INPUT_ERROR_BASES];
-
-/** Reason texts that follow the field path; also catalog texts. */
-export const INPUT_ERROR_REASONS = {
-  unknownField: messageText("field.unknown"),
-  missing: messageText("field.missing"),
-  string: messageText("field.string"),
-  nonEmptyString: messageText("field.nonEmptyString"),
-  boolean: messageText("field.boolean"),
-  integer: messageText("field.integer"),
-  positiveInteger: messageText("field.positiveInteger"),
-  object: messageText("field.object"),
-  array: messageText("field.array"),
-  numberOne: messageText("field.one"),
-  length1to256: messageText("field.length1To256"),
-  allowedValue: messageText("field.allowedValue"),
-  invalid: messageText("field.invalid"),
-} as const;
-export type InputErrorReason = (typeof INPUT_ERROR_REASONS)[keyof typeof INPUT_ERROR_REASONS];
-
 const REASON_TEXTS: ReadonlySet<string> = new Set(Object.values(INPUT_ERROR_REASONS));
 const R = INPUT_ERROR_REASONS;
 const B = INPUT_ERROR_BASES;
-
-export class InputError extends Error {
-  readonly code = "INVALID_INPUT";
-  constructor(
-    readonly base: InputErrorBase,
-    readonly field?: string,
-    readonly reason?: InputErrorReason,
-    /** Client values the message names, already quoted (the refused tools); never translated. */
-    readonly values?: readonly string[],
-  ) {
-    // A field without a reason happens when the base text already says what is wrong (cwd, tools).
-    super(base + (field ? ` ${field}` + (reason ? `: ${reason}` : values?.length ? `: ${values.join(", ")}` : "") : ""));
-    this.name = "InputError";
-  }
-}
 
 /** `forwardedProps.iacCode` after validation: what the kernel receives, as the client spelled it. */
 export type IacCodeProps = Omit<RequestMetadataInput, "language" | "guidanceId" | "executionFence" | "inputDigest"> & {

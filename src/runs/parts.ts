@@ -1,7 +1,8 @@
 // The latest user message becomes the parts of the A2A message (reference §3.3). Images stay
 // inline: an A2A *data* part {filename, bytes} rather than a file part, as the kernel expects.
 import type { A2APart } from "../../operators/types.js";
-import { type AguiMessage, INPUT_ERROR_BASES as B, INPUT_ERROR_REASONS as R, InputError } from "./input.js";
+import { INPUT_ERROR_BASES as B, INPUT_ERROR_REASONS as R, InputError } from "../input-error.js";
+import type { AguiMessage } from "./input.js";
 import { isObject } from "../../operators/lib/json.js";
 
 export const MAX_IMAGE_BYTES = 8 * 1024 * 1024;

@@ -3,7 +3,7 @@
 // caller outside vitest (npm run soak) runs the same checks; test code asserts the list is empty.
 import { isDeepStrictEqual } from "node:util";
 import { EventSchema } from "@ag-ui/core/schemas";
-import { verifyAguiStream } from "../../marbles/verify.js";
+import { verifyAguiStream } from "../../operators/verify/index.js";
 import type { WireEvent } from "./sse.js";
 
 /** Every RUN_ERROR code (operators/types.ts RunErrorCode). */
