@@ -2,12 +2,13 @@
 // each is written to a folder inside the repository (so node_modules and the package's own name resolve, as in a
 // project that depends on agui-gateway) and checked with tsc. CopilotKit examples compile against the @ag-ui/client
 // that @copilotkit/runtime itself uses, which is what docs/copilotkit.md tells an app to install. The YAML example of
-// docs/configuration.md is loaded by the gateway's own config loader.
+// docs/configuration.md is loaded by the gateway's own config loader, and docs/protocol.md's request by its validation.
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config/index.js";
+import { parseRunAgentInput } from "../src/runs/input.js";
 
 const REPO = path.resolve(import.meta.dirname, "..");
 const WORK = path.join(REPO, "test", "artifacts", `docs-examples-${process.pid}`);
@@ -101,5 +102,12 @@ describe("the docs' code examples", () => {
       const result = loadConfig(["--config", files[0]!], {});
       expect(result.kind).toBe("config");
     }
+  });
+
+  it("the request of docs/protocol.md passes the gateway's validation", () => {
+    const protocol = readFileSync(path.join(REPO, "docs", "protocol.md"), "utf8");
+    const requests = [...protocol.matchAll(/^```json\n([\s\S]*?)^```$/gm)].map((m) => JSON.parse(m[1]!) as Record<string, unknown>);
+    expect(requests.length).toBeGreaterThanOrEqual(1);
+    for (const request of requests) expect(parseRunAgentInput(request).iacCode.cwd).toMatch(/^\//);
   });
 });
