@@ -1,13 +1,13 @@
-// The option table is the one list of settings: the README's Configuration table and the help text must
-// name every entry with its flag, env var, YAML key and default.
+// The option table is the one list of settings: the Options table of docs/configuration.md and the help text must
+// name every entry with its flag (and its short and --no- forms), every env var, its YAML key and default.
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { HELP_TEXT } from "../src/config/index.js";
 import { OPTION_LIST } from "../src/config/options.js";
 
-const README = readFileSync(path.join(import.meta.dirname, "..", "README.md"), "utf8");
-const configurationRows = README.slice(README.indexOf("## Configuration"), README.indexOf("### Limits"))
+const CONFIGURATION = readFileSync(path.join(import.meta.dirname, "..", "docs", "configuration.md"), "utf8");
+const configurationRows = CONFIGURATION.slice(CONFIGURATION.indexOf("## Options"), CONFIGURATION.indexOf("## Limits"))
   .split("\n")
   .filter((line) => line.startsWith("| `") || line.startsWith("| –"));
 
@@ -25,17 +25,31 @@ describe("the option table", () => {
     }
   });
 
-  it("is what the README's Configuration table lists, defaults included", () => {
+  it("is what the Options table of docs/configuration.md lists, defaults included", () => {
     expect(configurationRows.length).toBeGreaterThan(10);
     for (const option of OPTION_LIST) {
-      const names = [option.flag, option.env?.[0], option.yamlKey?.replaceAll("_", "-")].filter((n) => n !== undefined);
+      const names = [
+        option.flag,
+        option.shortFlag,
+        option.kind === "boolean" && option.flag !== undefined ? `--no-${option.flag.slice(2)}` : undefined,
+        ...(option.env ?? []),
+        option.yamlKey?.replaceAll("_", "-"),
+      ].filter((n) => n !== undefined);
       const row = configurationRows.find((line) => names.every((name) => line.includes(`\`${name}\``)));
-      expect(row, `README row for ${names.join(" / ")}`).toBeDefined();
+      expect(row, `docs/configuration.md row for ${names.join(" / ")}`).toBeDefined();
       if (typeof option.default === "number" || typeof option.default === "string") {
         expect(row, option.key).toContain(`\`${option.default}\``);
       }
       if (option.default === false) expect(row, option.key).toContain("off");
     }
+  });
+
+  it("lists the flags --help shows that are not settings", () => {
+    for (const flag of ["--config", "--demo", "--no-demo", "--help", "-h", "--version"]) {
+      expect(HELP_TEXT, flag).toContain(flag);
+      expect(configurationRows.some((line) => line.includes(`\`${flag}`)), flag).toBe(true);
+    }
+    expect(configurationRows.some((line) => line.includes("`IAC_CODE_CONFIG_DIR`"))).toBe(true);
   });
 
   it("shows each option's sources and default in --help", () => {
