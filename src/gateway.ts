@@ -67,6 +67,8 @@ export interface RunningGateway {
   runs: RunService;
   metrics: GatewayMetrics;
   server: Server;
+  /** The workspace roots a run's cwd must lie under, as configured (or the default: the server's directory). */
+  allowedRoots: readonly string[];
   /** Start-up recovery of runs that were active when a previous process stopped: how many were cancelled. */
   recovery: Promise<number>;
   close(): Promise<void>;
@@ -212,6 +214,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     runs,
     metrics,
     server,
+    allowedRoots,
     recovery,
     close: async () => {
       idle?.stop();

@@ -1,14 +1,15 @@
 // The built CLI (dist/src/cli.js) as a user runs it: help, refusals before anything starts, the demo
 // that serves a full run on the port it prints, an external upstream via --a2a-url, and SIGTERM.
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { execFile, execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createDemoScript, startScriptedA2AServer, type ScriptedA2AServer } from "../src/demo/index.js";
-import { expectValidRun, postRaw, readSse, typesOf } from "./helpers/e2e.js";
+import { expectValidRun, postRaw, readSse, sessionEventOf, typesOf } from "./helpers/e2e.js";
+import type { WireEvent } from "./helpers/sse.js";
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const CLI = path.join(REPO, "dist", "src", "cli.js");
@@ -110,6 +111,21 @@ async function serveCli(args: string[], env: Record<string, string> = {}): Promi
   return { child, url, stdout: () => stdout, stderr: () => stderr, exited };
 }
 
+/** The banner's "Try it" command exactly as printed (continuation line included), run by a shell with the real curl. */
+async function runBannerCurl(served: Served): Promise<WireEvent[]> {
+  const command = /^ {2}curl -N [^\n]*\\\n {4}-d '[^\n]*$/m.exec(served.stdout())?.[0];
+  expect(command, served.stdout()).toBeDefined();
+  const stdout = await new Promise<string>((resolve, reject) =>
+    execFile("sh", ["-c", `${command!} -sS --max-time 30`], { cwd: scratch, timeout: 40_000 }, (error, out, err) =>
+      error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out),
+    ),
+  );
+  const { events } = readSse(stdout);
+  expect(events.length, stdout).toBeGreaterThan(0);
+  expectValidRun(events);
+  return events;
+}
+
 /** SIGTERM, then the exit status within 5 s. */
 async function stop(served: Served): Promise<{ code: number | null; signal: NodeJS.Signals | null; ms: number }> {
   const started = Date.now();
@@ -196,6 +212,34 @@ describe("agui-gateway CLI", () => {
     expect(exit.signal).toBeNull();
     expect(exit.code).toBe(0);
     expect(exit.ms).toBeLessThan(5_000);
+  });
+
+  it("--demo stopped and started again on the same state: the banner's curl works each time, in the thread's one session", async () => {
+    const args = ["--demo", "--port", "0", "--state-dir", path.join(scratch, "state-restart")];
+    const sessions: unknown[] = [];
+    for (let start = 1; start <= 2; start++) {
+      const served = await serveCli(args);
+      const events = await runBannerCurl(served);
+      expect(events.at(-1), `start ${start}`).toMatchObject({ type: "RUN_FINISHED", threadId: "demo-thread-1", outcome: { type: "success" } });
+      sessions.push(sessionEventOf(events)["sessionId"]);
+      expect((await stop(served)).code).toBe(0);
+    }
+    expect(sessions[0]).toEqual(expect.any(String));
+    expect(sessions[1]).toBe(sessions[0]);
+  });
+
+  it("with allowed-cwds in YAML the banner's curl names the first allowed root that exists, and is admitted", async () => {
+    const roots = ["roots/missing", "roots/first", "roots/second"].map((dir) => path.join(scratch, dir));
+    await mkdir(roots[1]!, { recursive: true });
+    await mkdir(roots[2]!, { recursive: true });
+    const config = path.join(scratch, "allowed-cwds.yaml");
+    await writeFile(config, `allowed_cwds:\n${roots.map((root) => `  - ${root}\n`).join("")}`);
+    const served = await serveCli(["--demo", "--port", "0", "--config", config, "--state-dir", path.join(scratch, "state-roots")]);
+    const body = JSON.parse(/-d '(\{.*\})'/.exec(served.stdout())![1]!) as { forwardedProps: { iacCode: { cwd: string } } };
+    expect(await realpath(body.forwardedProps.iacCode.cwd)).toBe(await realpath(roots[1]!));
+    const events = await runBannerCurl(served);
+    expect(events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
+    expect((await stop(served)).code).toBe(0);
   });
 
   describe("with an external upstream", () => {
