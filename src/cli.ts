@@ -4,6 +4,7 @@
 // not up to 16) and an old generation that grows by 20% of what is live rather than up to 4x, so the
 // garbage of admissions is collected instead of piling up between major GCs. 10,000 idle streams take
 // ~530 MB instead of ~650, for no measurable loss of throughput (bench/). `npm start` passes the same flags.
+import { randomUUID } from "node:crypto";
 import { statSync } from "node:fs";
 import { assertLoopbackA2AUrl } from "./a2a/index.js";
 import { ConfigError, loadConfig, type GatewayConfig } from "./config/index.js";
@@ -116,7 +117,8 @@ function bannerWorkspace(allowedRoots: readonly string[]): string {
 function banner(url: string, config: GatewayConfig, cwd: string): string {
   const body = JSON.stringify({
     threadId: "demo-thread-1",
-    runId: `run-${Date.now()}`,
+    // Unique per process: two replicas started in the same millisecond must not print one runId.
+    runId: `run-${randomUUID()}`,
     state: {},
     messages: [{ id: "message-1", role: "user", content: "Create a VPC template" }],
     tools: [],

@@ -1,6 +1,6 @@
 // The built CLI (dist/src/cli.js) as a user runs it: help, refusals before anything starts, the demo
 // that serves a full run on the port it prints, an external upstream via --a2a-url, and SIGTERM.
-import { execFile, execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createDemoScript, startScriptedA2AServer, type ScriptedA2AServer } from "../src/demo/index.js";
 import { expectValidRun, postRaw, readSse, sessionEventOf, typesOf } from "./helpers/e2e.js";
-import type { WireEvent } from "./helpers/sse.js";
+import { runBannerCurl } from "./helpers/durable.js";
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const CLI = path.join(REPO, "dist", "src", "cli.js");
@@ -111,21 +111,6 @@ async function serveCli(args: string[], env: Record<string, string> = {}): Promi
   return { child, url, stdout: () => stdout, stderr: () => stderr, exited };
 }
 
-/** The banner's "Try it" command exactly as printed (continuation line included), run by a shell with the real curl. */
-async function runBannerCurl(served: Served): Promise<WireEvent[]> {
-  const command = /^ {2}curl -N [^\n]*\\\n {4}-d '[^\n]*$/m.exec(served.stdout())?.[0];
-  expect(command, served.stdout()).toBeDefined();
-  const stdout = await new Promise<string>((resolve, reject) =>
-    execFile("sh", ["-c", `${command!} -sS --max-time 30`], { cwd: scratch, timeout: 40_000 }, (error, out, err) =>
-      error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out),
-    ),
-  );
-  const { events } = readSse(stdout);
-  expect(events.length, stdout).toBeGreaterThan(0);
-  expectValidRun(events);
-  return events;
-}
-
 /** SIGTERM, then the exit status within 5 s. */
 async function stop(served: Served): Promise<{ code: number | null; signal: NodeJS.Signals | null; ms: number }> {
   const started = Date.now();
@@ -219,7 +204,7 @@ describe("agui-gateway CLI", () => {
     const sessions: unknown[] = [];
     for (let start = 1; start <= 2; start++) {
       const served = await serveCli(args);
-      const events = await runBannerCurl(served);
+      const events = await runBannerCurl(served.stdout(), scratch);
       expect(events.at(-1), `start ${start}`).toMatchObject({ type: "RUN_FINISHED", threadId: "demo-thread-1", outcome: { type: "success" } });
       sessions.push(sessionEventOf(events)["sessionId"]);
       expect((await stop(served)).code).toBe(0);
@@ -237,7 +222,7 @@ describe("agui-gateway CLI", () => {
     const served = await serveCli(["--demo", "--port", "0", "--config", config, "--state-dir", path.join(scratch, "state-roots")]);
     const body = JSON.parse(/-d '(\{.*\})'/.exec(served.stdout())![1]!) as { forwardedProps: { iacCode: { cwd: string } } };
     expect(await realpath(body.forwardedProps.iacCode.cwd)).toBe(await realpath(roots[1]!));
-    const events = await runBannerCurl(served);
+    const events = await runBannerCurl(served.stdout(), scratch);
     expect(events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
     expect((await stop(served)).code).toBe(0);
   });
