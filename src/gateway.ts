@@ -127,13 +127,14 @@ function prettyLines(out: NodeJS.WritableStream): NodeJS.WritableStream {
 
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
   const logger = options.logger ?? createLogger();
+  const metrics = createMetrics();
   const a2a = new A2AClient({
     url: options.a2aUrl,
     ...(options.a2aToken !== undefined && { token: options.a2aToken }),
     idleTimeoutMs: (options.upstreamIdleTimeoutSeconds ?? 0) * 1000,
     ...(options.a2aHttp2 && { http2: true }),
+    observeLatency: (method, seconds) => metrics.upstreamLatency.observe({ method }, seconds),
   });
-  const metrics = createMetrics();
   let idle: IdleMonitor | undefined;
   const state = await openStateStore({ ...options, logger, metrics });
   const runs = new RunService({
