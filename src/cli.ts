@@ -5,12 +5,12 @@
 // garbage of admissions is collected instead of piling up between major GCs. 10,000 idle streams take
 // ~530 MB instead of ~650, for no measurable loss of throughput (bench/). `npm start` passes the same flags.
 import { randomUUID } from "node:crypto";
-import { statSync } from "node:fs";
 import { assertLoopbackA2AUrl } from "./a2a/index.js";
 import { ConfigError, loadConfig, type GatewayConfig } from "./config/index.js";
 import { startScriptedA2AServer, demoScript } from "./demo/index.js";
 import { SERVER_VERSION, createLogger, startGateway } from "./gateway.js";
 import { startManagedKernel } from "./ops/managed-kernel.js";
+import { exampleWorkspace } from "./runs/cwd.js";
 
 async function main(argv: string[]): Promise<number> {
   let config: GatewayConfig;
@@ -94,24 +94,12 @@ async function main(argv: string[]): Promise<number> {
     gateway.metrics.unhandledErrors.inc();
     logger.error({ err: reason }, "unhandled promise rejection (contained; please report)");
   });
-  process.stdout.write(banner(gateway.url, config, bannerWorkspace(gateway.allowedRoots)));
+  process.stdout.write(banner(gateway.url, config, exampleWorkspace(gateway.allowedRoots)));
 
   await stopped;
   logger.info("shutting down");
   for (const cleanup of cleanups) await cleanup().catch(() => undefined);
   return 0;
-}
-
-/** The example's cwd: the first allowed root that is a directory now (a missing root is dropped at admission). */
-function bannerWorkspace(allowedRoots: readonly string[]): string {
-  const existing = allowedRoots.find((root) => {
-    try {
-      return statSync(root).isDirectory();
-    } catch {
-      return false;
-    }
-  });
-  return existing ?? allowedRoots[0] ?? process.cwd();
 }
 
 function banner(url: string, config: GatewayConfig, cwd: string): string {

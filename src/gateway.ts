@@ -15,7 +15,7 @@ import { createSelfCheck } from "./http/self-check.js";
 import { createMetrics, type GatewayMetrics } from "./ops/metrics.js";
 import { startIdleMonitor, type IdleMonitor } from "./ops/idle-monitor.js";
 import { captureUnhandledErrors } from "./ops/unhandled.js";
-import { allowedRootsFromEnv } from "./runs/cwd.js";
+import { allowedRootsFromEnv, exampleWorkspace } from "./runs/cwd.js";
 import { RunService } from "./runs/service.js";
 import { openStateStore } from "./state/open-store.js";
 import type { ThreadStore } from "./state/thread-store.js";
@@ -166,7 +166,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     ...(state.health && { stateStore: state.health }),
     ...(options.validateEvents && { selfCheck: createSelfCheck(logger, { violation: (kind) => metrics.validationViolations.inc({ kind }) }) }),
     extraMiddleware: [
-      ...(options.console ? [consoleRoutes({ distDir: CONSOLE_DIST, cwd: process.cwd(), demo: options.console.demo })] : []),
+      ...(options.console ? [consoleRoutes({ distDir: CONSOLE_DIST, cwd: exampleWorkspace(allowedRoots), demo: options.console.demo })] : []),
       ...(options.extraMiddleware ?? []),
     ],
   });

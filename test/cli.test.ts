@@ -213,7 +213,7 @@ describe("agui-gateway CLI", () => {
     expect(sessions[1]).toBe(sessions[0]);
   });
 
-  it("with allowed-cwds in YAML the banner's curl names the first allowed root that exists, and is admitted", async () => {
+  it("with allowed-cwds in YAML the banner's curl (and the console) name the first allowed root that exists; the curl is admitted", async () => {
     const roots = ["roots/missing", "roots/first", "roots/second"].map((dir) => path.join(scratch, dir));
     await mkdir(roots[1]!, { recursive: true });
     await mkdir(roots[2]!, { recursive: true });
@@ -222,6 +222,9 @@ describe("agui-gateway CLI", () => {
     const served = await serveCli(["--demo", "--port", "0", "--config", config, "--state-dir", path.join(scratch, "state-roots")]);
     const body = JSON.parse(/-d '(\{.*\})'/.exec(served.stdout())![1]!) as { forwardedProps: { iacCode: { cwd: string } } };
     expect(await realpath(body.forwardedProps.iacCode.cwd)).toBe(await realpath(roots[1]!));
+    // The web console the banner points to starts in the same workspace.
+    const consoleConfig = (await (await fetch(new URL("console/config.json", served.url))).json()) as { cwd: string };
+    expect(consoleConfig.cwd).toBe(body.forwardedProps.iacCode.cwd);
     const events = await runBannerCurl(served.stdout(), scratch);
     expect(events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
     expect((await stop(served)).code).toBe(0);
