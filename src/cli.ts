@@ -4,11 +4,13 @@
 // not up to 16) and an old generation that grows by 20% of what is live rather than up to 4x, so the
 // garbage of admissions is collected instead of piling up between major GCs. 10,000 idle streams take
 // ~530 MB instead of ~650, for no measurable loss of throughput (bench/). `npm start` passes the same flags.
+import { randomUUID } from "node:crypto";
 import { assertLoopbackA2AUrl } from "./a2a/index.js";
 import { ConfigError, loadConfig, type GatewayConfig } from "./config/index.js";
 import { startScriptedA2AServer, demoScript } from "./demo/index.js";
 import { SERVER_VERSION, createLogger, startGateway } from "./gateway.js";
 import { startManagedKernel } from "./ops/managed-kernel.js";
+import { exampleWorkspace } from "./runs/cwd.js";
 
 async function main(argv: string[]): Promise<number> {
   let config: GatewayConfig;
@@ -92,7 +94,7 @@ async function main(argv: string[]): Promise<number> {
     gateway.metrics.unhandledErrors.inc();
     logger.error({ err: reason }, "unhandled promise rejection (contained; please report)");
   });
-  process.stdout.write(banner(gateway.url, config));
+  process.stdout.write(banner(gateway.url, config, exampleWorkspace(gateway.allowedRoots)));
 
   await stopped;
   logger.info("shutting down");
@@ -100,22 +102,24 @@ async function main(argv: string[]): Promise<number> {
   return 0;
 }
 
-function banner(url: string, config: GatewayConfig): string {
+function banner(url: string, config: GatewayConfig, cwd: string): string {
   const body = JSON.stringify({
     threadId: "demo-thread-1",
-    runId: `run-${Date.now()}`,
+    // Unique per process: two replicas started in the same millisecond must not print one runId.
+    runId: `run-${randomUUID()}`,
     state: {},
     messages: [{ id: "message-1", role: "user", content: "Create a VPC template" }],
     tools: [],
     context: [],
-    forwardedProps: { iacCode: { schemaVersion: 1, rosInvocationId: "invocation-1", cwd: process.cwd(), runMode: "normal" } },
+    forwardedProps: { iacCode: { schemaVersion: 1, rosInvocationId: "invocation-1", cwd, runMode: "normal" } },
   });
   const auth = config.authToken ? ` -H 'Authorization: Bearer <token>'` : "";
   return [
     `agui-gateway ${SERVER_VERSION} listening on ${url}${config.demo ? " (built-in demo upstream)" : ""}`,
     "Try it:",
     `  curl -N ${url} -H 'Content-Type: application/json' -H 'Accept: text/event-stream'${auth} \\`,
-    `    -d '${body}'`,
+    // A ' in a path would end the shell's quoted string: written as '\'' it stays one argument.
+    `    -d '${body.replaceAll("'", "'\\''")}'`,
     "(each request needs a new runId; a prompt that mentions \"deploy\" asks for permission first)",
     ...(config.console || config.demo ? [`Web console: ${url}console`] : []),
     "",

@@ -15,7 +15,7 @@ import { createSelfCheck } from "./http/self-check.js";
 import { createMetrics, type GatewayMetrics } from "./ops/metrics.js";
 import { startIdleMonitor, type IdleMonitor } from "./ops/idle-monitor.js";
 import { captureUnhandledErrors } from "./ops/unhandled.js";
-import { allowedRootsFromEnv } from "./runs/cwd.js";
+import { allowedRootsFromEnv, exampleWorkspace } from "./runs/cwd.js";
 import { RunService } from "./runs/service.js";
 import { openStateStore } from "./state/open-store.js";
 import type { ThreadStore } from "./state/thread-store.js";
@@ -67,6 +67,8 @@ export interface RunningGateway {
   runs: RunService;
   metrics: GatewayMetrics;
   server: Server;
+  /** The workspace roots a run's cwd must lie under, as configured (or the default: the server's directory). */
+  allowedRoots: readonly string[];
   /** Start-up recovery of runs that were active when a previous process stopped: how many were cancelled. */
   recovery: Promise<number>;
   close(): Promise<void>;
@@ -125,13 +127,14 @@ function prettyLines(out: NodeJS.WritableStream): NodeJS.WritableStream {
 
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
   const logger = options.logger ?? createLogger();
+  const metrics = createMetrics();
   const a2a = new A2AClient({
     url: options.a2aUrl,
     ...(options.a2aToken !== undefined && { token: options.a2aToken }),
     idleTimeoutMs: (options.upstreamIdleTimeoutSeconds ?? 0) * 1000,
     ...(options.a2aHttp2 && { http2: true }),
+    observeLatency: (method, seconds) => metrics.upstreamLatency.observe({ method }, seconds),
   });
-  const metrics = createMetrics();
   let idle: IdleMonitor | undefined;
   const state = await openStateStore({ ...options, logger, metrics });
   const runs = new RunService({
@@ -163,7 +166,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     ...(state.health && { stateStore: state.health }),
     ...(options.validateEvents && { selfCheck: createSelfCheck(logger, { violation: (kind) => metrics.validationViolations.inc({ kind }) }) }),
     extraMiddleware: [
-      ...(options.console ? [consoleRoutes({ distDir: CONSOLE_DIST, cwd: process.cwd(), demo: options.console.demo })] : []),
+      ...(options.console ? [consoleRoutes({ distDir: CONSOLE_DIST, cwd: exampleWorkspace(allowedRoots), demo: options.console.demo })] : []),
       ...(options.extraMiddleware ?? []),
     ],
   });
@@ -212,6 +215,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     runs,
     metrics,
     server,
+    allowedRoots,
     recovery,
     close: async () => {
       idle?.stop();

@@ -2,13 +2,14 @@
 // that serves a full run on the port it prints, an external upstream via --a2a-url, and SIGTERM.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createDemoScript, startScriptedA2AServer, type ScriptedA2AServer } from "../src/demo/index.js";
-import { expectValidRun, postRaw, readSse, typesOf } from "./helpers/e2e.js";
+import { expectValidRun, postRaw, readSse, sessionEventOf, typesOf } from "./helpers/e2e.js";
+import { runBannerCurl } from "./helpers/durable.js";
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const CLI = path.join(REPO, "dist", "src", "cli.js");
@@ -196,6 +197,37 @@ describe("agui-gateway CLI", () => {
     expect(exit.signal).toBeNull();
     expect(exit.code).toBe(0);
     expect(exit.ms).toBeLessThan(5_000);
+  });
+
+  it("--demo stopped and started again on the same state: the banner's curl works each time, in the thread's one session", async () => {
+    const args = ["--demo", "--port", "0", "--state-dir", path.join(scratch, "state-restart")];
+    const sessions: unknown[] = [];
+    for (let start = 1; start <= 2; start++) {
+      const served = await serveCli(args);
+      const events = await runBannerCurl(served.stdout(), scratch);
+      expect(events.at(-1), `start ${start}`).toMatchObject({ type: "RUN_FINISHED", threadId: "demo-thread-1", outcome: { type: "success" } });
+      sessions.push(sessionEventOf(events)["sessionId"]);
+      expect((await stop(served)).code).toBe(0);
+    }
+    expect(sessions[0]).toEqual(expect.any(String));
+    expect(sessions[1]).toBe(sessions[0]);
+  });
+
+  it("with allowed-cwds in YAML the banner's curl (and the console) name the first allowed root that exists; the curl is admitted", async () => {
+    const roots = ["roots/missing", "roots/first", "roots/second"].map((dir) => path.join(scratch, dir));
+    await mkdir(roots[1]!, { recursive: true });
+    await mkdir(roots[2]!, { recursive: true });
+    const config = path.join(scratch, "allowed-cwds.yaml");
+    await writeFile(config, `allowed_cwds:\n${roots.map((root) => `  - ${root}\n`).join("")}`);
+    const served = await serveCli(["--demo", "--port", "0", "--config", config, "--state-dir", path.join(scratch, "state-roots")]);
+    const body = JSON.parse(/-d '(\{.*\})'/.exec(served.stdout())![1]!) as { forwardedProps: { iacCode: { cwd: string } } };
+    expect(await realpath(body.forwardedProps.iacCode.cwd)).toBe(await realpath(roots[1]!));
+    // The web console the banner points to starts in the same workspace.
+    const consoleConfig = (await (await fetch(new URL("console/config.json", served.url))).json()) as { cwd: string };
+    expect(consoleConfig.cwd).toBe(body.forwardedProps.iacCode.cwd);
+    const events = await runBannerCurl(served.stdout(), scratch);
+    expect(events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
+    expect((await stop(served)).code).toBe(0);
   });
 
   describe("with an external upstream", () => {

@@ -205,6 +205,21 @@ describe("scripted A2A server with the demo script", () => {
     expect(sid(c)).not.toBe(sid(a));
   });
 
+  it("names the same session for a known context after a restart (a new server, a new script)", async () => {
+    const before = await streamTurn(server.url, userText("first", { contextId: "ctx-restart" }));
+    const restarted = await startScriptedA2AServer({ script: createDemoScript({ frameDelayMs: 0 }) });
+    try {
+      const after = await streamTurn(restarted.url, userText("again", { contextId: "ctx-restart" }));
+      const other = await streamTurn(restarted.url, userText("other", { contextId: "ctx-restart-other" }));
+      const sid = (r: { results: Json[] }) => iac(r.results[1]!)?.iacCodeSessionId;
+      expect(sid(after)).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+      expect(sid(after)).toBe(sid(before));
+      expect(sid(other)).not.toBe(sid(before));
+    } finally {
+      await restarted.close();
+    }
+  });
+
   it("a deploy prompt ends with a permission input; a 7-key answer is -32602; allow continues the turn", async () => {
     const { results } = await streamTurn(server.url, userText("Please DEPLOY the VPC stack", { contextId: "ctx-d" }));
     const taskId: string = results[0]!.task.id;

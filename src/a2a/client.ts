@@ -48,6 +48,8 @@ export interface A2AClientOptions {
    * https://, where ALPN could settle on HTTP/1.1 and the multiplexed POSTs would be pipelined instead.
    */
   http2?: boolean;
+  /** Told the seconds from sending each JSON-RPC request until its response began (status and headers in). */
+  observeLatency?: (method: string, seconds: number) => void;
 }
 
 /** Streams per HTTP/2 connection before the pool opens another one. */
@@ -74,12 +76,14 @@ export class A2AClient {
   private readonly requestTimeoutMs: number;
   private readonly idleTimeoutMs: number;
   private readonly routes: RestTransport;
+  private readonly observeLatency: ((method: string, seconds: number) => void) | undefined;
 
   constructor(options: A2AClientOptions) {
     this.base = assertLoopbackA2AUrl(options.url);
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.idleTimeoutMs = options.idleTimeoutMs ?? 0;
     this.multiplex = options.http2 === true;
+    this.observeLatency = options.observeLatency;
     if (this.multiplex && this.base.protocol !== "http:") throw new Error(`HTTP/2 to the A2A endpoint is h2c only (an http:// URL): ${options.url}`);
     this.agent = this.multiplex
       ? new Agent({ allowH2: true, connect: H2C_CONNECT, pipelining: H2_STREAMS_PER_CONNECTION })
@@ -224,7 +228,8 @@ export class A2AClient {
     accept: string,
     timing: { signal?: AbortSignal; bodyTimeout: number; headersTimeout?: number },
   ): Promise<Dispatcher.ResponseData> {
-    return request(this.base, {
+    const started = performance.now();
+    const response = request(this.base, {
       dispatcher: this.agent,
       method: "POST",
       idempotent: this.multiplex,
@@ -234,6 +239,10 @@ export class A2AClient {
       headersTimeout: timing.headersTimeout ?? this.requestTimeoutMs,
       bodyTimeout: timing.bodyTimeout,
     });
+    // Only answers are timed: a refused connection or an abort has no latency to speak of.
+    const observe = this.observeLatency;
+    if (observe) response.then(() => observe(method, (performance.now() - started) / 1000), () => undefined);
+    return response;
   }
 }
 

@@ -15,4 +15,4 @@ export {
   type RawExchange,
   type RawResponder,
 } from "./raw-server.js";
-export { createDemoScript, demoScript, type DemoScriptOptions } from "./scripts.js";
+export { createDemoScript, demoScript, demoSessionId, type DemoScriptOptions } from "./scripts.js";

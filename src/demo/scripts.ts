@@ -1,7 +1,6 @@
 // The built-in demo agent: what `agui-gateway --demo` talks to. No LLM and no network; every text is
 // derived from the user's prompt, and the frames follow iac-code's normal-mode catalogue
 // (a2a-upstream.md §3.2, §4.1, §4.2, §8a, §8b) so the gateway runs its real projection against it.
-import { randomUUID } from "node:crypto";
 import { RequestMalformedError } from "@a2a-js/sdk/errors";
 import type { A2AStreamResponse } from "../../operators/types.js";
 import type { ScriptItem, TurnContext, TurnScript } from "./a2a-server.js";
@@ -16,20 +15,21 @@ export interface DemoScriptOptions {
 
 const RHYTHM_MS = [10, 25, 40, 15, 30, 20];
 
+/**
+ * The demo's iac-code session for a context, derived from the context id alone (UUID-shaped, like iac-code's). The
+ * demo keeps no conversation, so nothing is lost by this; what it buys is that a restarted demo, or the demo of
+ * another replica, names the same session for a thread the gateway already knows, which the gateway's identity
+ * rule (a session that changes mid-thread is A2A_PROTOCOL_ERROR) requires of any kernel.
+ */
+export function demoSessionId(contextId: string): string {
+  const h = hex(`demo-session:${contextId}`, 32);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
 export function createDemoScript(options: DemoScriptOptions = {}): TurnScript {
-  const sessions = new Map<string, string>();
   const pending = new Map<string, PendingPermission>();
   const selections = new Map<string, PipelineWait>();
   let pauses = 0;
-
-  const sessionFor = (contextId: string): string => {
-    let id = sessions.get(contextId);
-    if (!id) {
-      id = randomUUID();
-      sessions.set(contextId, id);
-    }
-    return id;
-  };
 
   function* paced(frames: A2AStreamResponse[]): Generator<ScriptItem> {
     for (const [i, frame] of frames.entries()) {
@@ -182,12 +182,12 @@ export function createDemoScript(options: DemoScriptOptions = {}): TurnScript {
   }
 
   return async function* demoTurn(turn: TurnContext): AsyncGenerator<ScriptItem> {
-    const f = new Frames(turn, sessionFor(turn.contextId));
+    const f = new Frames(turn, demoSessionId(turn.contextId));
     const selection = selections.get(turn.taskId);
     if (selection) {
       // A pipeline parked at its candidate selection: the answer is an ordinary text message.
       selections.delete(turn.taskId);
-      yield* paced(pipelineAnswerTurn(turn, sessionFor(turn.contextId), selection, promptOf(turn.userMessage)));
+      yield* paced(pipelineAnswerTurn(turn, demoSessionId(turn.contextId), selection, promptOf(turn.userMessage)));
       return;
     }
     const wait = pending.get(turn.taskId);
@@ -210,7 +210,7 @@ export function createDemoScript(options: DemoScriptOptions = {}): TurnScript {
       return;
     }
     if (wantsPipeline(turn.userMessage.metadata)) {
-      const first = pipelineFirstTurn(turn, sessionFor(turn.contextId), quoted(prompt));
+      const first = pipelineFirstTurn(turn, demoSessionId(turn.contextId), quoted(prompt));
       selections.set(turn.taskId, first.wait);
       yield* paced(first.frames);
       return;

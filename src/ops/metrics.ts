@@ -41,7 +41,7 @@ export function createMetrics(): GatewayMetrics {
   // Standard process_* / nodejs_* names, unprefixed, so stock Node dashboards work as they are.
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
-  return {
+  const metrics: GatewayMetrics = {
     registry,
     activeStreams: new Gauge({ name: `${PREFIX}active_streams`, help: "Open AG-UI SSE responses.", registers }),
     runs: new Counter({
@@ -116,7 +116,15 @@ export function createMetrics(): GatewayMetrics {
       registers,
     }),
   };
+  // Counters of things that should not happen start at 0 for every label they can have: a series that appears only
+  // with its first event cannot be told from one never exported, and rate() or an alert on it has nothing to read.
+  for (const kind of VIOLATION_KINDS) metrics.validationViolations.inc({ kind }, 0);
+  for (const reason of REFUSAL_REASONS) metrics.refusedRequests.inc({ reason }, 0);
+  return metrics;
 }
+
+const VIOLATION_KINDS = ["schema", "order"] as const;
+const REFUSAL_REASONS = ["budget", "deadline", "connections"] as const;
 
 /** The `observe` hook of a shared state store (RedisThreadStore), feeding the two state_store metrics. */
 export function stateStoreObserver(m: GatewayMetrics): (op: string, seconds: number, ok: boolean) => void {

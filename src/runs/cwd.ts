@@ -1,5 +1,6 @@
 // Workspace (forwardedProps.iacCode.cwd) resolution and confinement (reference §3.4). The check runs
 // on the physical path so a symlink cannot lead a workspace out of the allowed roots.
+import { statSync } from "node:fs";
 import { lstat, mkdir, readlink, realpath, rmdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { INPUT_ERROR_BASES as B, type InputErrorBase, InputError } from "../input-error.js";
@@ -20,6 +21,21 @@ export function allowedRootsFromEnv(env: NodeJS.ProcessEnv, serverCwd: string): 
     if (items.length > 0) return items.map((item) => path.resolve(serverCwd, item));
   }
   return [serverCwd];
+}
+
+/**
+ * The workspace to offer in examples (the CLI banner's curl, the console's default): the first allowed root that is a
+ * directory now, since a missing root is dropped at admission; the first root when none is.
+ */
+export function exampleWorkspace(allowedRoots: readonly string[]): string {
+  const existing = allowedRoots.find((root) => {
+    try {
+      return path.isAbsolute(root) && statSync(root).isDirectory();
+    } catch {
+      return false;
+    }
+  });
+  return existing ?? allowedRoots[0] ?? process.cwd();
 }
 
 /** A workspace that passed every check; `missing` ones are created only once their run is admitted. */

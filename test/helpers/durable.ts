@@ -1,7 +1,7 @@
 // Plumbing for the durable-thread end-to-end tests: resume inputs built from a finished run, what the
 // upstream received on a task, a FileThreadStore whose renames can be made to fail, a gateway that can
 // be restarted on the same state dir, and the real CLI as a child process.
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import * as fsp from "node:fs/promises";
@@ -16,7 +16,7 @@ import { startScriptedA2AServer, type ScriptedA2AServer, type TurnScript } from 
 import { startGateway, type GatewayOptions, type RunningGateway } from "../../src/gateway.js";
 import type { ResumeEntry } from "../../src/runs/input.js";
 import type { FsLayer } from "../../src/state/file-store.js";
-import { runInput, silentLogger, type InputOverrides, type WireEvent } from "./e2e.js";
+import { expectValidRun, readSse, runInput, silentLogger, type InputOverrides, type WireEvent } from "./e2e.js";
 import { e2eDemoScript } from "./pacing.js";
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -266,6 +266,8 @@ export function ensureCliBuilt(): void {
 export interface CliGateway {
   url: string;
   child: ChildProcess;
+  /** Everything the process wrote to stdout (its banner). */
+  stdout(): string;
   /** Everything the process wrote to stderr (its logs). */
   stderr(): string;
   /** Resolves with the exit signal/code once the process is gone. */
@@ -299,6 +301,7 @@ export function startCli(args: string[], env: Record<string, string>, timeoutMs 
       resolve({
         url: match[1]!,
         child,
+        stdout: () => stdout,
         stderr: () => stderr,
         exited,
         kill: (signal = "SIGTERM") => {
@@ -312,4 +315,22 @@ export function startCli(args: string[], env: Record<string, string>, timeoutMs 
       reject(new Error(`the CLI exited (${code ?? signal}) before listening:\n${stdout}\n${stderr}`));
     });
   });
+}
+
+/**
+ * The CLI banner's "Try it" command exactly as printed (its continuation line included), run by a shell with the
+ * real curl in `cwd`; the events it printed, each valid, the run well-formed.
+ */
+export async function runBannerCurl(bannerText: string, cwd: string): Promise<WireEvent[]> {
+  const command = /^ {2}curl -N [^\n]*\\\n {4}-d '[^\n]*$/m.exec(bannerText)?.[0];
+  expect(command, bannerText).toBeDefined();
+  const stdout = await new Promise<string>((resolve, reject) =>
+    execFile("sh", ["-c", `${command!} -sS --max-time 30`], { cwd, timeout: 40_000 }, (error, out, err) =>
+      error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out),
+    ),
+  );
+  const { events } = readSse(stdout);
+  expect(events.length, stdout).toBeGreaterThan(0);
+  expectValidRun(events);
+  return events;
 }
