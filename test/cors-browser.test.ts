@@ -1,7 +1,7 @@
 // --cors-origins in Chromium: a page served from a second origin (another port on 127.0.0.1) runs the stock
 // @ag-ui/client HttpAgent against the gateway. The allowed origin streams a run, answers its interrupt and reads
 // a refusal's envelope; a refused origin is stopped by the browser at the preflight, before the gateway sees a run.
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -11,6 +11,7 @@ import type { RunAgentInput } from "@ag-ui/client";
 import { build } from "esbuild";
 import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { consoleRoutes } from "../src/console/route.js";
 import type { ScriptedA2AServer } from "../src/demo/index.js";
 import { launchChromium } from "./helpers/browser.js";
 import { allowOnce, interruptsOf, resumeInput } from "./helpers/durable.js";
@@ -67,6 +68,7 @@ let allowedSite: Server;
 let refusedSite: Server;
 let context: BrowserContext;
 let profile: string;
+let consoleDist: string;
 
 /** A tiny site: its page loads the bundled client script; anything else is a 404. */
 async function startSite(script: string): Promise<Server> {
@@ -107,7 +109,11 @@ beforeAll(async () => {
   });
   const script = bundle.outputFiles[0]!.text;
   [allowedSite, refusedSite] = await Promise.all([startSite(script), startSite(script)]);
-  stack = await startStack({ gateway: { corsOrigins: [originOf(allowedSite)], authToken: TOKEN } });
+  // The console's route over a one-line page: enough to see whether another origin may frame it.
+  consoleDist = await mkdtemp(join(tmpdir(), "cors-console-"));
+  await writeFile(join(consoleDist, "index.html"), `<!doctype html><p id="console">console</p>`);
+  const consolePages = consoleRoutes({ distDir: consoleDist, cwd: consoleDist, demo: false });
+  stack = await startStack({ gateway: { corsOrigins: [originOf(allowedSite)], authToken: TOKEN, extraMiddleware: [consolePages] } });
   profile = await mkdtemp(join(tmpdir(), "cors-chromium-"));
   context = await launchChromium(profile, { viewport: { width: 800, height: 600 } });
 });
@@ -118,6 +124,7 @@ afterAll(async () => {
   await close(allowedSite);
   await close(refusedSite);
   await stack?.close();
+  if (consoleDist) await rm(consoleDist, { recursive: true, force: true });
 });
 
 /** A page of `site`, its client loaded, with the browser's console messages collected. */
@@ -192,5 +199,22 @@ describe("a page on a refused origin", () => {
     expectValidRun(events);
     expect(events[0]?.type).toBe("RUN_STARTED");
     await page.close();
+  });
+});
+
+describe("the console", () => {
+  it("refuses to be framed by a page on another origin, allowed or not", async () => {
+    for (const site of [allowedSite, refusedSite]) {
+      const { page, messages } = await openPage(site);
+      await page.evaluate(`(() => {
+        const frame = document.createElement("iframe");
+        frame.src = ${JSON.stringify(new URL("/console", stack.gateway.url).toString())};
+        document.body.append(frame);
+      })()`);
+      await expect.poll(() => messages.some((m) => /frame-ancestors 'none'/.test(m))).toBe(true);
+      const framed = page.frames().find((frame) => frame !== page.mainFrame());
+      expect(await framed?.locator("#console").count()).toBe(0);
+      await page.close();
+    }
   });
 });
