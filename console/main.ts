@@ -1,5 +1,6 @@
 // The console's wiring: form fields → HttpAgent runs against this gateway → the timeline model →
 // the two rendered columns. One thread at a time; its HttpAgent keeps messages and pending interrupts.
+import "./no-eval.js";
 import { HttpAgent, type ResumeEntry } from "@ag-ui/client";
 import { byId } from "./dom.js";
 import { describeError, envelopeOf } from "./errors.js";

@@ -9,6 +9,8 @@ export default defineConfig({
   // The gateway serves the page at /console and its files at /console/assets/*.
   base: "/console/",
   publicDir: false,
+  // One zod for the page (@ag-ui/client would bring a second copy of its own), so no-eval.ts reaches every schema.
+  resolve: { dedupe: ["zod"] },
   logLevel: "warn",
   build: {
     outDir: fileURLToPath(new URL("../dist/console", import.meta.url)),

@@ -71,6 +71,7 @@ async function main(argv: string[]): Promise<number> {
     ...(a2aToken !== undefined && { a2aToken }),
     ...(config.authToken !== undefined && { authToken: config.authToken }),
     ...(config.allowedCwds !== undefined && { allowedRoots: config.allowedCwds }),
+    ...(config.corsOrigins !== undefined && { corsOrigins: config.corsOrigins }),
     interruptTtlSeconds: config.interruptTtlSeconds,
     heartbeatSeconds: config.heartbeatSeconds,
     upstreamIdleTimeoutSeconds: config.upstreamIdleTimeoutSeconds,

@@ -46,6 +46,8 @@ export interface GatewayOptions {
   /** Parse every outgoing event with EventSchema and verify every run; violations are logged and counted. */
   validateEvents?: boolean;
   extraMiddleware?: Koa.Middleware[];
+  /** Origins whose pages may call the API from a browser (CORS); unset: same origin only. */
+  corsOrigins?: readonly string[];
   /** Serve the web console at /console (needs the built page in dist/console). */
   console?: { demo: boolean };
   /** > 0: call onIdle once no run is active and no interrupt is pending for that long. */
@@ -164,6 +166,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     bodyBudgetBytes: (options.bodyBudgetMib ?? 64) * 1024 * 1024,
     bodyTimeoutMs,
     ...(state.health && { stateStore: state.health }),
+    ...(options.corsOrigins?.length && { corsOrigins: options.corsOrigins }),
     ...(options.validateEvents && { selfCheck: createSelfCheck(logger, { violation: (kind) => metrics.validationViolations.inc({ kind }) }) }),
     extraMiddleware: [
       ...(options.console ? [consoleRoutes({ distDir: CONSOLE_DIST, cwd: exampleWorkspace(allowedRoots), demo: options.console.demo })] : []),
@@ -208,7 +211,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     return n;
   });
   const host = options.host.includes(":") ? `[${options.host}]` : options.host;
-  logger.info({ host: options.host, port, a2aUrl: options.a2aUrl, allowedRoots }, "gateway listening");
+  logger.info({ host: options.host, port, a2aUrl: options.a2aUrl, allowedRoots, ...(options.corsOrigins?.length && { corsOrigins: options.corsOrigins }) }, "gateway listening");
   return {
     url: `http://${host}:${port}/`,
     port,

@@ -541,7 +541,7 @@ describe("help text", () => {
     const needsValue = new Set(["--host", "--a2a-url", "--state-dir", "--config"]);
     for (const flag of listed) {
       if (flag === "--help" || flag === "-h" || flag === "--version") continue;
-      const value = flag === "--state-store" ? ["redis://127.0.0.1:6379"] : needsValue.has(flag) ? ["/tmp"] : /port|ttl|shutdown|heartbeat|timeout|window|connections/.test(flag) ? ["1"] : flag === "--body-budget" ? ["12"] : [];
+      const value = flag === "--state-store" ? ["redis://127.0.0.1:6379"] : flag === "--cors-origins" ? ["https://app.example.com"] : needsValue.has(flag) ? ["/tmp"] : /port|ttl|shutdown|heartbeat|timeout|window|connections/.test(flag) ? ["1"] : flag === "--body-budget" ? ["12"] : [];
       // HTTP/2 is only for a kernel the operator points at (the demo and a managed kernel speak HTTP/1.1).
       const argv = flag === "--config" ? [flag, yamlFile("")] : flag === "--a2a-http2" ? [flag, "--a2a-url", "http://127.0.0.1:1/"] : [flag, ...value];
       expect(() => loadConfig(argv, {}, HOME), flag).not.toThrow();
@@ -569,5 +569,44 @@ describe("state store", () => {
     expect(malformed).toThrow(/--state-store has a user name or password that is not valid percent-encoding/);
     expect(malformed).not.toThrow(/zzsecret/);
     expect(() => loadConfig(["--lease-ttl", "0"], {}, HOME)).toThrow(/--lease-ttl must be a positive number of seconds/);
+  });
+});
+
+describe("--cors-origins", () => {
+  it("reads a comma-separated list from the flag and the environment, and a list from YAML", () => {
+    expect(config([]).corsOrigins).toBeUndefined();
+    expect(config(["--cors-origins", "https://app.example.com, http://127.0.0.1:5173"]).corsOrigins).toEqual([
+      "https://app.example.com",
+      "http://127.0.0.1:5173",
+    ]);
+    expect(config([], { IAC_CODE_AGUI_CORS_ORIGINS: "https://app.example.com" }).corsOrigins).toEqual(["https://app.example.com"]);
+    const file = yamlFile("cors-origins:\n  - https://app.example.com\n  - https://admin.example.com:8443\n");
+    expect(config(["--config", file]).corsOrigins).toEqual(["https://app.example.com", "https://admin.example.com:8443"]);
+    // A list with no entries is unset: same origin only.
+    expect(config(["--cors-origins", " , "]).corsOrigins).toBeUndefined();
+  });
+
+  it("takes exact origins only: no wildcard, path, trailing slash, default port or other scheme", () => {
+    for (const bad of [
+      "*",
+      "https://*.example.com",
+      "https://app.example.com/",
+      "https://app.example.com/app",
+      "https://App.example.com",
+      "https://app.example.com:443",
+      "app.example.com",
+      "null",
+      "file:///tmp/page.html",
+      "ftp://app.example.com",
+    ]) {
+      const message = errorOf(["--cors-origins", `https://ok.example.com,${bad}`]);
+      expect(message, bad).toBe(
+        `--cors-origins must list exact origins: ${JSON.stringify(bad)} is not an exact origin such as https://app.example.com (scheme, host and port only: no path, no trailing slash, no *).`,
+      );
+    }
+    expect(errorOf([], { IAC_CODE_AGUI_CORS_ORIGINS: "*" })).toMatch(/^IAC_CODE_AGUI_CORS_ORIGINS must list exact origins: "\*"/);
+    expect(errorOf(["--config", yamlFile("cors-origins: https://app.example.com\n")])).toMatch(/^cors-origins in .* must be a list of origins\.$/);
+    expect(errorOf(["--config", yamlFile("cors-origins: []\n")])).toMatch(/^cors-origins in .* must list at least one origin\.$/);
+    expect(errorOf(["--config", yamlFile("cors-origins: [3]\n")])).toMatch(/^cors-origins in .* must be a list of origins\.$/);
   });
 });

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { describeError } from "../console/errors.js";
 import { interruptForm } from "../console/interrupts.js";
 import { applyEvent, candidateOfMessage, newRun, newThreadMemory, parseStepName, replies } from "../console/timeline.js";
-import { consoleRoutes } from "../src/console/route.js";
+import { CONSOLE_CSP, consoleRoutes } from "../src/console/route.js";
 import { createDemoScript, startScriptedA2AServer, type ScriptedA2AServer, type TurnContext } from "../src/demo/index.js";
 import { startGateway, type RunningGateway } from "../src/gateway.js";
 import { launchChromium } from "./helpers/browser.js";
@@ -90,6 +90,9 @@ const RECORD_CANDIDATE_TEXTS = `(() => {
   };
   new MutationObserver(note).observe(document.body, { childList: true, subtree: true, characterData: true });
 })()`;
+
+/** Runs in the page before its own scripts: reports each CSP violation to the test as "<directive> <blocked URI>". */
+const REPORT_CSP_VIOLATIONS = `document.addEventListener("securitypolicyviolation", (e) => window.__reportCspViolation(e.effectiveDirective + " " + e.blockedURI))`;
 
 /** Scripted turns by prompt; everything else is the demo agent. */
 function consoleScript() {
@@ -201,6 +204,16 @@ describe("consoleRoutes", () => {
 
     const config = await fetch(`${base}/console/config.json`);
     expect(config.headers.get("content-type")).toMatch(/^application\/json/);
+    // The same policy on the page, its files, its config and its refusals.
+    for (const response of [page, js, css, config, await fetch(`${base}/console/nope`)]) {
+      expect(response.headers.get("content-security-policy"), response.url).toBe(CONSOLE_CSP);
+      expect(response.headers.get("referrer-policy"), response.url).toBe("no-referrer");
+      expect(response.headers.get("x-content-type-options"), response.url).toBe("nosniff");
+    }
+    const directives = new Map(CONSOLE_CSP.split("; ").map((d) => [d.split(" ")[0], d.split(" ").slice(1)]));
+    expect(directives.get("default-src")).toEqual(["'none'"]);
+    for (const own of ["script-src", "style-src", "connect-src"]) expect(directives.get(own), own).toEqual(["'self'"]);
+    expect(directives.get("frame-ancestors")).toEqual(["'none'"]);
     expect(await config.json()).toEqual({ cwd: workspace, demo: true });
     expect((await fetch(`${base}/console/`)).status).toBe(200);
   });
@@ -461,8 +474,14 @@ describe("the console in Chromium", () => {
   beforeAll(async () => {
     profile = await mkdtemp(join(tmpdir(), "console-chromium-"));
     context = await launchChromium(profile, { viewport: { width: 1400, height: 900 } });
+    // Every CSP violation any page load reports, from its first script on, for the last test to read.
+    await context.exposeFunction("__reportCspViolation", (violation: string) => void cspViolations.push(violation));
+    await context.addInitScript(REPORT_CSP_VIOLATIONS);
     page = context.pages()[0] ?? (await context.newPage());
     page.setDefaultTimeout(8_000);
+    page.on("console", (message) => {
+      if (/Content Security Policy/i.test(message.text())) cspMessages.push(message.text());
+    });
   });
 
   afterAll(async () => {
@@ -471,6 +490,8 @@ describe("the console in Chromium", () => {
   });
 
   const lastRun = () => page.locator("#timeline .run").last();
+  const cspMessages: string[] = [];
+  const cspViolations: string[] = [];
 
   async function send(text: string): Promise<void> {
     await page.fill("#prompt", text);
@@ -674,5 +695,19 @@ describe("the console in Chromium", () => {
     expect(await refused.getAttribute("data-code")).not.toBe("ERROR");
     expect(await refused.getAttribute("data-code")).toMatch(/^[A-Z0-9_]+$/);
     expect((await refused.locator(".message").textContent())?.length).toBeGreaterThan(0);
+  });
+
+  it("did all of the above under its CSP with no violation, and the policy is enforced", async () => {
+    expect(cspViolations).toEqual([]);
+    expect(cspMessages).toEqual([]);
+    // The policy is live: an injected inline script does not run, and the page reports it.
+    await page.evaluate(`(() => {
+      const script = document.createElement("script");
+      script.textContent = "window.__inlineRan = true";
+      document.body.append(script);
+    })()`);
+    await expect.poll(() => cspViolations).toEqual(["script-src-elem inline"]);
+    expect(cspMessages).toHaveLength(1);
+    expect(await page.evaluate("window.__inlineRan === true")).toBe(false);
   });
 });

@@ -5,7 +5,7 @@ import { z } from "zod";
 import { redisUrlProblem } from "../state/redis-url.js";
 
 /** How a string from argv or env is turned into a typed value before validation. */
-export type OptionKind = "string" | "path" | "port" | "seconds" | "count" | "boolean" | "pathList";
+export type OptionKind = "string" | "path" | "port" | "seconds" | "count" | "boolean" | "pathList" | "originList";
 
 export interface OptionSpec<S extends z.ZodType = z.ZodType> {
   kind: OptionKind;
@@ -59,6 +59,26 @@ const pathList = () =>
       error: "must be a list of paths.",
     })
     .min(1, "must list at least one path.");
+
+const ORIGIN_FORM = "an exact origin such as https://app.example.com (scheme, host and port only: no path, no trailing slash, no *)";
+/** What a browser sends in `Origin`: scheme, lowercase host, port only when not the scheme's default. */
+const isExactOrigin = (value: string): boolean => {
+  try {
+    const url = new URL(value);
+    // URL takes `*` as a host character; an origin pattern is still a wildcard.
+    return (url.protocol === "http:" || url.protocol === "https:") && url.origin === value && !value.includes("*");
+  } catch {
+    return false;
+  }
+};
+const originList = () =>
+  z
+    .array(z.string({ error: "must be a list of origins." }), { error: "must be a list of origins." })
+    .min(1, "must list at least one origin.")
+    .superRefine((origins, ctx) => {
+      const bad = origins.find((origin) => !isExactOrigin(origin));
+      if (bad !== undefined) ctx.addIssue({ code: "custom", message: `must list exact origins: ${JSON.stringify(bad)} is not ${ORIGIN_FORM}.` });
+    });
 
 /** In --help order. Everything except --config and --demo, which pick sources rather than set values. */
 export const OPTIONS = {
@@ -140,6 +160,12 @@ export const OPTIONS = {
     kind: "pathList", schema: pathList().optional(), defaultText: "the server's working directory",
     env: ["IAC_CODE_AGUI_ALLOWED_CWDS", "IACCODE_A2A_ALLOWED_CWDS"], yamlKey: "allowed_cwds",
     description: `Allowed workspace roots (env: separated by "${path.delimiter}"; yaml: a list).`,
+  }),
+  corsOrigins: option({
+    // Exact origins only: the API is called with a bearer token, so a wildcard would hand it to any page.
+    kind: "originList", schema: originList().optional(), defaultText: "unset (same origin only)",
+    flag: "--cors-origins", env: ["IAC_CODE_AGUI_CORS_ORIGINS"], yamlKey: "cors_origins", valueName: "ORIGINS",
+    description: "Origins whose pages may call the API from a browser (comma-separated; yaml: a list), e.g. https://app.example.com.",
   }),
   runIdWindow: option({
     kind: "count", schema: count(1), default: 256,

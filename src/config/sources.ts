@@ -49,7 +49,7 @@ export function pickValue(
 /**
  * Parses a flag or env string by the option's kind. Anything that does not look like the wanted
  * type is returned unchanged so the schema rejects it with the option's own message.
- * Returns undefined only for a path list with no entries (treated as unset).
+ * Returns undefined only for a list with no entries (treated as unset).
  */
 function coerceString(option: OptionSpec, raw: string, label: string): unknown {
   switch (option.kind) {
@@ -66,6 +66,10 @@ function coerceString(option: OptionSpec, raw: string, label: string): unknown {
       return parseBooleanWord(raw, label);
     case "pathList": {
       const entries = raw.split(path.delimiter).filter((entry) => entry !== "");
+      return entries.length === 0 ? undefined : entries;
+    }
+    case "originList": {
+      const entries = raw.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "");
       return entries.length === 0 ? undefined : entries;
     }
   }

@@ -27,6 +27,23 @@ const CONTENT_TYPES: Record<string, string> = {
   ".woff2": "font/woff2",
 };
 
+/**
+ * The page runs only its own bundled script and stylesheet and talks only to its own origin (the gateway):
+ * no inline script or style, no plugins, no framing by any page, no form posting anywhere. Favicons are the
+ * page's `data:` placeholder.
+ */
+export const CONSOLE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "connect-src 'self'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join("; ");
+
 // One plain file name: no separators, no dot-segments, nothing a resolver could walk out of assets/ with.
 const ASSET_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/;
 
@@ -38,6 +55,7 @@ export function consoleRoutes(options: ConsoleRouteOptions): Middleware {
   return async (ctx: Context, next: Next) => {
     const path = ctx.path;
     if (path !== "/console" && !path.startsWith("/console/")) return next();
+    securityHeaders(ctx);
     if (ctx.method !== "GET" && ctx.method !== "HEAD") {
       ctx.set("Allow", "GET, HEAD");
       return reply(ctx, httpErrors.methodNotAllowed());
@@ -71,9 +89,15 @@ async function sendFile(ctx: Context, file: string, opts: { cache: string }): Pr
     return reply(ctx, httpErrors.notFound());
   }
   ctx.set("Cache-Control", opts.cache);
-  ctx.set("X-Content-Type-Options", "nosniff");
   ctx.type = CONTENT_TYPES[extname(file).toLowerCase()] ?? "application/octet-stream";
   ctx.body = body;
+}
+
+/** On every answer under /console, the JSON ones included: a browser may open any of them as a page. */
+function securityHeaders(ctx: Context): void {
+  ctx.set("Content-Security-Policy", CONSOLE_CSP);
+  ctx.set("Referrer-Policy", "no-referrer");
+  ctx.set("X-Content-Type-Options", "nosniff");
 }
 
 function reply(ctx: Context, error: GatewayError): void {

@@ -15,6 +15,7 @@ import { httpErrors } from "./errors.js";
 import type { StreamSelfCheck } from "./self-check.js";
 import { admitRequest, startObservationStream, startRunStream } from "./run-route.js";
 import { agentCapabilities } from "./capabilities.js";
+import { crossOrigin } from "./cors.js";
 import { metricsText, type GatewayMetrics } from "../ops/metrics.js";
 
 export const MAX_REQUEST_BYTES = 12 * 1024 * 1024;
@@ -32,6 +33,8 @@ export interface AppOptions {
   metrics?: GatewayMetrics;
   /** Mounted before the gateway's own routes (the console). */
   extraMiddleware?: Koa.Middleware[];
+  /** Origins whose pages may call the API routes from a browser (--cors-origins); none: same origin only. */
+  corsOrigins?: readonly string[];
   /** Request-body bytes buffered at once across connections (default 64 MiB). */
   bodyBudgetBytes?: number;
   /** Deadline for a whole request body (default 30 s). */
@@ -144,6 +147,8 @@ export function createApp(options: AppOptions): Koa<State> {
     await next();
   });
   for (const middleware of options.extraMiddleware ?? []) app.use(middleware);
+  // After the console (same origin only), before every API route, those of later features included.
+  if (options.corsOrigins?.length) app.use(crossOrigin(options.corsOrigins));
   app.use(router.routes());
   app.use(async (ctx) => {
     // Nothing matched: a JSON 405 for a known path, a JSON 404 otherwise (never Koa's plain text).
