@@ -55,7 +55,7 @@ export interface GatewayOptions {
   onIdle?: () => void;
   /** Run ids remembered per thread (default 256). */
   runIdWindow?: number;
-  /** Client-side budgets (README "Limits"); defaults: 64 MiB, 30 s, 20 s, 5 s, 16,384. */
+  /** Client-side budgets (docs/configuration.md "Limits"); defaults: 64 MiB, 30 s, 20 s, 5 s, 16,384. */
   bodyBudgetMib?: number;
   bodyTimeoutSeconds?: number;
   headersTimeoutSeconds?: number;

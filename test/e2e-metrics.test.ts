@@ -15,7 +15,7 @@ import type { Reply } from "./helpers/http.js";
 import { startRedis, type RedisServer } from "./helpers/redis.js";
 
 /** Where the metrics are documented for users (one place to change if the operations section moves). */
-const METRICS_DOC = "README.md";
+const METRICS_DOC = "docs/protocol.md";
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
 /**

@@ -77,7 +77,8 @@ const rpcTo = (kernel: ScriptedA2AServer, taskId: string) =>
 describe("the observer route on another replica", () => {
   it("streams a run of A from B (same kernel) to its one terminal event; a replica on another kernel says why it cannot", async () => {
     const { a, b } = replicas;
-    const input = replicas.input({ prompt: "brief slow count" });
+    // A 10 s run: the observation below starts while it still streams text, however loaded the machine.
+    const input = replicas.input({ prompt: "slow count" });
     const run = await postRun(a.url, input);
     await run.live!.until((e) => e.type === "TEXT_MESSAGE_CONTENT");
     const executionId = sessionEventOf(run.live!.events)["executionId"] as string;

@@ -279,9 +279,10 @@ describe("RedisThreadStore when Redis goes away", () => {
     // Killed with writes in flight: every one settles, none hangs.
     const started = Date.now();
     const inFlight = Array.from({ length: 50 }, (_, i) => store.save(threadRecord("t", { cwd: `/w${i}` })));
+    // Settled from the start: a save that fails while the kill is awaited is not an unhandled rejection.
+    const outcomes = Promise.allSettled(inFlight);
     await server.kill();
-    const outcomes = await Promise.allSettled(inFlight);
-    for (const outcome of outcomes) if (outcome.status === "rejected") expect(outcome.reason).toBeInstanceOf(StateUnavailableError);
+    for (const outcome of await outcomes) if (outcome.status === "rejected") expect(outcome.reason).toBeInstanceOf(StateUnavailableError);
     await expect(store.load("t")).rejects.toBeInstanceOf(StateUnavailableError);
     await expect(store.saveVersioned(threadRecord("t"), 1)).rejects.toBeInstanceOf(StateUnavailableError);
     await expect(store.acquireLease("t", "replica-a", 1_000)).rejects.toBeInstanceOf(StateUnavailableError);

@@ -1,4 +1,4 @@
-// Thread state that would otherwise grow with every turn, kept for a bounded window (README "Limits"): the
+// Thread state that would otherwise grow with every turn, kept for a bounded window (docs/configuration.md "Limits"): the
 // digests of recent run ids (a replay within the window is still refused), the executions that ended (for
 // the cancel route's "already_terminal") and the answers applied (for RESUME_ALREADY_APPLIED). Older entries
 // are dropped oldest first; each function returns a new list. Id-keyed entries are written as own properties, so "__proto__" is an id like
