@@ -11,6 +11,8 @@ import type { AguiOutput } from "../operators/index.js";
 import { A2AClient, SECRET_METADATA_KEYS } from "./a2a/index.js";
 import { consoleRoutes } from "./console/route.js";
 import { createApp } from "./http/app.js";
+import { builtInAuthenticate, type Authenticate } from "./http/auth.js";
+import { createJwtVerifier, type JwtOptions } from "./http/jwt.js";
 import { createSelfCheck } from "./http/self-check.js";
 import { createMetrics, type GatewayMetrics } from "./ops/metrics.js";
 import { startIdleMonitor, type IdleMonitor } from "./ops/idle-monitor.js";
@@ -25,7 +27,12 @@ export interface GatewayOptions {
   port: number;
   a2aUrl: string;
   a2aToken?: string;
+  /** The static bearer token: the trusted server-side caller (a CopilotKit runtime). */
   authToken?: string;
+  /** Users' JWTs (docs/auth.md); with authToken, both are accepted. */
+  jwt?: JwtOptions;
+  /** An embedder's own check, used instead of authToken and jwt. */
+  authenticate?: Authenticate;
   allowedRoots?: readonly string[];
   /** Durable thread files live here; without it (and without `store` or `stateStore`) state is kept in memory. */
   stateDir?: string;
@@ -155,7 +162,10 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     logger,
     allowedRoots,
     serverVersion: SERVER_VERSION,
-    ...(options.authToken !== undefined && { authToken: options.authToken }),
+    authenticate: options.authenticate ?? builtInAuthenticate({
+      ...(options.authToken !== undefined && { authToken: options.authToken }),
+      ...(options.jwt && { verifyJwt: createJwtVerifier(options.jwt, (reason) => logger.debug({ reason }, "bearer token refused")) }),
+    }),
     ...(options.onEvent !== undefined && { onEvent: options.onEvent }),
     metrics,
     bodyBudgetBytes: (options.bodyBudgetMib ?? 64) * 1024 * 1024,

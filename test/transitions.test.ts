@@ -56,6 +56,7 @@ function request(overrides: Partial<AdmissionRequest> = {}): AdmissionRequest {
     resume: false,
     rosInvocationId: "ros-1",
     userId: null,
+    caller: { kind: "anonymous" },
     cwd: "/work/project",
     agui1: false,
     newExecutionId: "exec-new",

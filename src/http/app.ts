@@ -1,6 +1,5 @@
 // The Koa application: middleware that each do one thing, composed here in the order of
 // reference-adapter §2.4 (auth → content type → size → JSON → object → language → envelope → admission).
-import { createHash, timingSafeEqual } from "node:crypto";
 import Router from "@koa/router";
 import { PROTOCOL_VERSION } from "@ag-ui/core";
 import Koa, { type Context, type Next } from "koa";
@@ -16,6 +15,8 @@ import type { StreamSelfCheck } from "./self-check.js";
 import { admitRequest, startRunStream, streamObservation } from "./run-route.js";
 import { agentCapabilities } from "./capabilities.js";
 import { metricsText, type GatewayMetrics } from "../ops/metrics.js";
+import { ANONYMOUS, callerLogFields, type Caller } from "../runs/caller.js";
+import { identify, wwwAuthenticate, type Authenticate } from "./auth.js";
 
 export const MAX_REQUEST_BYTES = 12 * 1024 * 1024;
 export const MAX_CANCEL_BYTES = 64 * 1024;
@@ -24,7 +25,8 @@ export interface AppOptions {
   runs: RunService;
   logger: Logger;
   allowedRoots: readonly string[];
-  authToken?: string;
+  /** Who is asking (src/http/auth.ts); without it every caller is anonymous. */
+  authenticate?: Authenticate;
   serverVersion: string;
   onEvent?: (event: AguiOutput) => void;
   /** --validate-events: a checker per stream. */
@@ -44,6 +46,8 @@ interface State {
   language: Language;
   /** This request's share of the body budget, held until its handler is done with the body. */
   bodyLease?: BodyLease;
+  /** Set by `identify` on every route behind auth. */
+  caller?: Caller;
 }
 
 export const DEFAULT_BODY_BUDGET_BYTES = 64 * 1024 * 1024;
@@ -60,6 +64,8 @@ const CANCEL_PATH = /^\/extensions\/iac-code\/v1\/executions\/[^/]+\/(cancel|sub
 export function createApp(options: AppOptions): Koa<State> {
   const app = new Koa<State>();
   const router = new Router<State>();
+  const requireAuth = identify(options.authenticate ?? (() => ANONYMOUS));
+  const callerOf = (ctx: { state: State }): Caller => ctx.state.caller ?? ANONYMOUS;
   const budget = new BodyBudget(options.bodyBudgetBytes ?? DEFAULT_BODY_BUDGET_BYTES);
   const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
   const holdsBody = async (ctx: Context & { state: State }, next: Next) => {
@@ -90,47 +96,47 @@ export function createApp(options: AppOptions): Koa<State> {
 
   // Behind the same auth as `/`: it describes the agent that route serves.
   const capabilities = agentCapabilities(options.serverVersion);
-  router.get("/capabilities", requireAuth(options.authToken), (ctx) => {
+  router.get("/capabilities", requireAuth, (ctx) => {
     ctx.body = capabilities;
   });
 
   const metrics = options.metrics;
   if (metrics) {
-    router.get("/metrics", requireAuth(options.authToken), async (ctx) => {
+    router.get("/metrics", requireAuth, async (ctx) => {
       const text = await metricsText(metrics);
       ctx.type = text.contentType;
       ctx.body = text.body;
     });
   }
 
-  router.post("/", requireAuth(options.authToken), requireJson, holdsBody, async (ctx) => {
+  router.post("/", requireAuth, requireJson, holdsBody, async (ctx) => {
     const body = await readJsonBody(ctx, MAX_REQUEST_BYTES, RUN_BODY);
     ctx.state.language = normalizeLanguage(peekPreferredLanguage(body)) ?? ctx.state.language;
-    const session = await admitRequest(options, body, ctx.state.language);
+    const session = await admitRequest(options, body, ctx.state.language, callerOf(ctx));
     ctx.respond = false;
     startRunStream(options, ctx, session);
   });
 
-  router.post("/extensions/iac-code/v1/executions/:executionId/cancel", requireAuth(options.authToken), requireJson, holdsBody, async (ctx) => {
+  router.post("/extensions/iac-code/v1/executions/:executionId/cancel", requireAuth, requireJson, holdsBody, async (ctx) => {
     const body = await readJsonBody(ctx, MAX_CANCEL_BYTES, CANCEL_BODY);
     const { threadId, rosInvocationId } = body;
     if (typeof threadId !== "string" || threadId === "" || typeof rosInvocationId !== "string" || rosInvocationId === "") {
       throw new GatewayError(400, "INVALID_INPUT", messageText("cancel.idsRequired"));
     }
     const executionId = ctx.params.executionId!;
-    const outcome = await options.runs.cancel({ executionId, threadId, rosInvocationId });
+    const outcome = await options.runs.cancel({ executionId, threadId, rosInvocationId, caller: callerOf(ctx) });
     if (outcome === "not_found") throw new GatewayError(404, "EXECUTION_NOT_FOUND", messageText("execution.notFound"));
     ctx.body = { executionId, status: outcome };
   });
 
-  router.post("/extensions/iac-code/v1/executions/:executionId/subscribe", requireAuth(options.authToken), requireJson, holdsBody, async (ctx) => {
+  router.post("/extensions/iac-code/v1/executions/:executionId/subscribe", requireAuth, requireJson, holdsBody, async (ctx) => {
     const body = await readJsonBody(ctx, MAX_CANCEL_BYTES, CANCEL_BODY);
     const { threadId, runId, rosInvocationId } = body;
     const strings = [threadId, runId, rosInvocationId].every((v) => typeof v === "string" && v !== "");
     const known = Object.keys(body).every((k) => ["threadId", "runId", "rosInvocationId", "afterSequence"].includes(k));
     if (!strings || !known) throw new GatewayError(400, "INVALID_INPUT", messageText("observe.invalid"));
     const language = ctx.state.language;
-    const observation = { executionId: ctx.params.executionId!, threadId: threadId as string, runId: runId as string, rosInvocationId: rosInvocationId as string, language };
+    const observation = { executionId: ctx.params.executionId!, threadId: threadId as string, runId: runId as string, rosInvocationId: rosInvocationId as string, language, caller: callerOf(ctx) };
     const events = await options.runs.observe(observation);
     ctx.respond = false;
     await streamObservation(options, ctx, events, language);
@@ -161,7 +167,7 @@ function errorEnvelope(logger: Logger, metrics: GatewayMetrics | undefined, body
       await next();
     } catch (error) {
       const http = gatewayErrorOf(error);
-      if (http.exposure === "internal") logger.error({ err: error, path: ctx.path }, "unexpected error");
+      if (http.exposure === "internal") logger.error({ err: error, path: ctx.path, ...callerLogFields(ctx.state.caller ?? ANONYMOUS) }, "unexpected error");
       if (http.code === "SERVER_BUSY") metrics?.refusedRequests.inc({ reason: "budget" });
       if (http.code === "REQUEST_TIMEOUT") metrics?.refusedRequests.inc({ reason: "deadline" });
       if (ctx.headerSent || !ctx.writable) return;
@@ -169,6 +175,8 @@ function errorEnvelope(logger: Logger, metrics: GatewayMetrics | undefined, body
       ctx.status = http.status;
       ctx.body = envelopeOf(http, ctx.state.language ?? "en");
       if (http.code === "SERVER_BUSY") ctx.set("Retry-After", "1");
+      if (http.code === "AUTH_UNAVAILABLE") ctx.set("Retry-After", "5");
+      if (http.status === 401) ctx.set("WWW-Authenticate", wwwAuthenticate(ctx));
       // A refused body is drained behind the answer (src/http/body.ts); a late one is not waited for.
       if (http.status === 408) {
         ctx.set("Connection", "close");
@@ -176,25 +184,6 @@ function errorEnvelope(logger: Logger, metrics: GatewayMetrics | undefined, body
       }
     }
   };
-}
-
-function requireAuth(token: string | undefined) {
-  const expected = token ? digestOf(token) : undefined;
-  return async (ctx: Context, next: Next) => {
-    if (expected) {
-      const header = ctx.get("Authorization");
-      const space = header.indexOf(" ");
-      const scheme = space < 0 ? "" : header.slice(0, space);
-      const presented = space < 0 ? "" : header.slice(space + 1);
-      // Compare digests: equal length always, so the comparison time says nothing about the token.
-      if (scheme.toLowerCase() !== "bearer" || !timingSafeEqual(digestOf(presented), expected)) throw httpErrors.unauthorized();
-    }
-    await next();
-  };
-}
-
-function digestOf(text: string): Buffer {
-  return createHash("sha256").update(text, "utf8").digest();
 }
 
 async function requireJson(ctx: Context, next: Next) {

@@ -5,11 +5,12 @@
 import { RunError } from "../../operators/index.js";
 import { isTaskAlreadyTerminal, isTaskNotFound, toRunError } from "../a2a/error-mapping.js";
 import { messageText } from "../i18n/index.js";
+import type { Caller } from "./caller.js";
 import { admission } from "./errors.js";
 import type { RunDeps } from "./run-context.js";
 import { readRecovered } from "./recovery.js";
 import type { LockedThread } from "./thread-repository.js";
-import { endExecution, hasPending } from "./transitions.js";
+import { endExecution, hasPending, mayUse } from "./transitions.js";
 
 export type CancelOutcome = "cancelled" | "already_terminal" | "not_found";
 
@@ -17,6 +18,8 @@ export interface CancelRequest {
   executionId: string;
   threadId: string;
   rosInvocationId: string;
+  /** Absent on a relayed cancel: the replica that relayed it checked the caller. */
+  caller?: Caller;
 }
 
 /**
@@ -31,7 +34,13 @@ export const RELAYED_CANCEL_TIMEOUT_MS = 10_000;
 const CANCEL_ATTEMPTS = 3;
 
 export async function cancelExecution(deps: RunDeps, cancel: CancelRequest): Promise<CancelOutcome> {
-  const { threadId } = cancel;
+  const { threadId, caller, ...relayed } = cancel;
+  // A stranger's thread answers as a thread that does not exist. An owner, once set, never changes: checked once.
+  if (caller !== undefined) {
+    const record = await deps.threads.read(threadId);
+    if (record && !mayUse(caller, record)) return "not_found";
+  }
+  cancel = { threadId, ...relayed };
   if (!deps.threads.shared || deps.live.has(threadId)) return deps.threads.locked(threadId, (thread) => cancelLocked(deps, thread, cancel, false));
   return deps.threads.locked(threadId, async (thread) => {
     for (let attempt = 0; attempt < CANCEL_ATTEMPTS; attempt++) {

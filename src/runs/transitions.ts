@@ -9,6 +9,7 @@ import { contextIdForThread } from "../a2a/index.js";
 import { messageText } from "../i18n/index.js";
 import type { AppliedResumeDigest, ExecutionRecord, PendingEntry, ThreadRecord } from "../state/thread-store.js";
 import { idRecord, runDigestOf, withAppliedDigest, withEntries, withRunDigest, withTerminalExecution, withTextSegment } from "../state/windows.js";
+import { type Caller, ownerOf } from "./caller.js";
 import { admission } from "./errors.js";
 
 /** A transition that does not apply: the error the caller is refused with. Nothing is written. */
@@ -61,13 +62,22 @@ function freshExecution(executionId: string, rosInvocationId: string, lastTaskId
   return { executionId, rosInvocationId, taskId: null, lastTaskId, pipelineSequence: 0, pipelineOpenSteps: [], pending: idRecord() };
 }
 
-export function newThreadRecord(threadId: string, cwd: string, userId: string | null, rosInvocationId: string, executionId: string): ThreadRecord {
+/**
+ * A thread is the caller's to use: a user only its own threads (an ownerless thread is not its own), the trusted
+ * server-side caller any thread, and without auth (no users) every thread as before.
+ */
+export function mayUse(caller: Caller, record: ThreadRecord): boolean {
+  return caller.kind !== "user" || record.owner === caller.userId;
+}
+
+export function newThreadRecord(threadId: string, cwd: string, userId: string | null, rosInvocationId: string, executionId: string, owner?: string): ThreadRecord {
   return {
     schemaVersion: 1,
     threadId,
     contextId: contextIdForThread(threadId),
     cwd,
     userId,
+    ...(owner !== undefined && { owner }),
     iacCodeSessionId: null,
     execution: freshExecution(executionId, rosInvocationId, null),
     runDigests: [],
@@ -87,6 +97,8 @@ export interface AdmissionRequest {
   resume: boolean;
   rosInvocationId: string;
   userId: string | null;
+  /** Who asks: a user becomes the owner of a thread it creates and is refused any other's. */
+  caller: Caller;
   cwd: string;
   /** The client declared AG-UI 1.0 or newer. */
   agui1: boolean;
@@ -119,9 +131,11 @@ export function admit(current: ThreadRecord | undefined, request: AdmissionReque
   if (!current) {
     if (resume) return refuse(admission.executionLost());
     if (!request.claimed) return refuse(admission.threadBusy());
-    const record = newThreadRecord(request.threadId, request.cwd, request.userId, request.rosInvocationId, request.newExecutionId);
+    const record = newThreadRecord(request.threadId, request.cwd, request.userId, request.rosInvocationId, request.newExecutionId, ownerOf(request.caller));
     return { kind: "turn", record: remember(record, request) };
   }
+  // Before any other check: a stranger learns nothing of the thread (its run ids, its interrupts, a run on it).
+  if (!mayUse(request.caller, current)) return refuse(admission.bindingConflict());
   const seen = runDigestOf(current, runId);
   if (seen !== undefined && !(resume && seen !== request.digest && resumesUnderInterruptedRun(current, runId))) {
     return refuse(seen === request.digest ? admission.duplicateRunId() : admission.runIdConflict());

@@ -52,6 +52,8 @@ export interface ThreadRecord {
   contextId: string;
   cwd: string;
   userId: string | null;
+  /** The verified user who created the thread (absent: created without a user, by the trusted caller or without auth). */
+  owner?: string;
   iacCodeSessionId: string | null;
   execution: ExecutionRecord;
   /**
