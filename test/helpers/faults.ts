@@ -34,6 +34,8 @@ export { silentLogger } from "./logger.js";
 /** Every code a pre-SSE JSON envelope may carry (seeds' table + the HTTP layer's own). */
 export const ENVELOPE_CODES: ReadonlySet<string> = new Set([
   "UNAUTHORIZED",
+  "USER_ID_MISMATCH",
+  "AUTH_UNAVAILABLE",
   "UNSUPPORTED_MEDIA_TYPE",
   "REQUEST_TOO_LARGE",
   "INVALID_JSON",
