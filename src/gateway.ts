@@ -130,7 +130,23 @@ function prettyLines(out: NodeJS.WritableStream): NodeJS.WritableStream {
   });
 }
 
-export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
+/** A gateway without its listening socket: the Koa app and the layers behind it (startGateway, src/server.ts). */
+export interface AssembledGateway {
+  app: Koa;
+  runs: RunService;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  allowedRoots: readonly string[];
+  bodyTimeoutMs: number;
+  /** After the last stream: the A2A client and the state store. */
+  closeConnections(): Promise<void>;
+}
+
+export type AssemblyOptions = Omit<GatewayOptions, "host" | "port" | "idleShutdownSeconds" | "onIdle" | "headersTimeoutSeconds" | "keepAliveTimeoutSeconds" | "maxConnections"> & {
+  onActivity?: () => void;
+};
+
+export async function assembleGateway(options: AssemblyOptions): Promise<AssembledGateway> {
   const logger = options.logger ?? createLogger();
   const a2a = new A2AClient({
     url: options.a2aUrl,
@@ -139,11 +155,10 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     ...(options.a2aHttp2 && { http2: true }),
   });
   const metrics = createMetrics();
-  let idle: IdleMonitor | undefined;
   const state = await openStateStore({ ...options, logger, metrics });
   const runs = new RunService({
     metrics,
-    onActivity: () => idle?.touch(),
+    ...(options.onActivity && { onActivity: options.onActivity }),
     store: state.store,
     ...(state.replicaId !== undefined && { replicaId: state.replicaId }),
     ...(state.relay && { relay: state.relay }),
@@ -155,7 +170,6 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     ...(options.runIdWindow !== undefined && { runIdWindow: options.runIdWindow }),
   });
   const bodyTimeoutMs = (options.bodyTimeoutSeconds ?? 30) * 1000;
-  const headersTimeoutMs = (options.headersTimeoutSeconds ?? 20) * 1000;
   const allowedRoots = options.allowedRoots ?? allowedRootsFromEnv(process.env, process.cwd());
   const app = createApp({
     runs,
@@ -177,6 +191,24 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       ...(options.extraMiddleware ?? []),
     ],
   });
+  return {
+    app,
+    runs,
+    metrics,
+    logger,
+    allowedRoots,
+    bodyTimeoutMs,
+    closeConnections: async () => {
+      await a2a.close();
+      await state.close();
+    },
+  };
+}
+
+export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
+  let idle: IdleMonitor | undefined;
+  const { app, runs, metrics, logger, allowedRoots, bodyTimeoutMs, closeConnections } = await assembleGateway({ ...options, onActivity: () => idle?.touch() });
+  const headersTimeoutMs = (options.headersTimeoutSeconds ?? 20) * 1000;
   const server = createServer(
     {
       // Node's own deadlines, checked every second: headers, and the whole request as a backstop to the
@@ -196,7 +228,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     server.once("error", reject);
     server.listen(options.port, options.host, () => resolve());
   }).catch(async (error: unknown) => {
-    await state.close();
+    await closeConnections();
     throw error;
   });
   const releaseUnhandled = captureUnhandledErrors({ logger, count: () => metrics.unhandledErrors.inc() });
@@ -234,8 +266,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
         server.closeAllConnections();
       });
       await runs.drain(5_000);
-      await a2a.close();
-      await state.close();
+      await closeConnections();
       releaseUnhandled();
     },
   };
