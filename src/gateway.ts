@@ -1,6 +1,6 @@
 // Wires the layers into a running gateway: config → A2A client → run service → Koa on node:http.
 import { readFileSync } from "node:fs";
-import { Writable } from "node:stream";
+import { Writable, type Duplex } from "node:stream";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { dirname, join } from "node:path";
@@ -11,6 +11,8 @@ import type { AguiOutput } from "../operators/index.js";
 import { A2AClient, SECRET_METADATA_KEYS } from "./a2a/index.js";
 import { consoleRoutes } from "./console/route.js";
 import { createApp } from "./http/app.js";
+import { GatewayError, errorEnvelope as envelopeOf } from "./errors.js";
+import { messageText } from "./i18n/index.js";
 import { builtInAuthenticate, type Authenticate } from "./http/auth.js";
 import { createJwtVerifier, type JwtOptions } from "./http/jwt.js";
 import { createSelfCheck } from "./http/self-check.js";
@@ -205,6 +207,30 @@ export async function assembleGateway(options: AssemblyOptions): Promise<Assembl
   };
 }
 
+// Node's own answers to a request it could not parse (node:_http_server), kept for everything but oversized headers.
+const NODE_CLIENT_ERRORS: Readonly<Record<string, string>> = {
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: "413 Payload Too Large",
+  ERR_HTTP_REQUEST_TIMEOUT: "408 Request Timeout",
+};
+
+/**
+ * Headers over Node's limit (16 KiB; a 1 MB bearer token) never reach Koa: they still get the JSON envelope, in
+ * English since no header, Accept-Language included, was read.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (socket.writable && (socket as Duplex & { bytesWritten?: number }).bytesWritten === 0) {
+    if (error.code === "HPE_HEADER_OVERFLOW") {
+      const body = JSON.stringify(envelopeOf(new GatewayError(431, "REQUEST_HEADERS_TOO_LARGE", messageText("http.headersTooLarge")), "en"));
+      socket.write(
+        `HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    } else {
+      socket.write(`HTTP/1.1 ${NODE_CLIENT_ERRORS[error.code ?? ""] ?? "400 Bad Request"}\r\nConnection: close\r\n\r\n`);
+    }
+  }
+  socket.destroy();
+}
+
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
   let idle: IdleMonitor | undefined;
   const { app, runs, metrics, logger, allowedRoots, bodyTimeoutMs, closeConnections } = await assembleGateway({ ...options, onActivity: () => idle?.touch() });
@@ -223,6 +249,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   );
   // Beyond it new sockets are closed at once, so file descriptors are left for streams, state files and /health.
   server.maxConnections = options.maxConnections ?? 16_384;
+  server.on("clientError", answerClientError);
   server.on("drop", () => metrics.refusedRequests.inc({ reason: "connections" }));
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

@@ -10,6 +10,7 @@ import { localize } from "../src/i18n/index.js";
 import type { JwtOptions } from "../src/http/jwt.js";
 import { FileThreadStore } from "../src/state/file-store.js";
 import { expectValidRun, openSse, postRaw, readSse, scriptByPrompt, sessionEventOf, slowTurn, startStack, type RawReply, type Stack } from "./helpers/e2e.js";
+import { httpCall } from "./helpers/http.js";
 import { AUDIENCE, ISSUER, signingKey, startJwksServer, tokenFor, unsignedToken, type JwksServer, type SigningKey } from "./helpers/jwks.js";
 import { SignJWT } from "jose";
 
@@ -134,6 +135,17 @@ describe("user tokens verified against a JWKS", () => {
     const padded = await tokenFor(key, "alice", { pad: "x".repeat(9 * 1024) });
     refusal(await post(env.stack.input(), bearer(padded)), 401, "UNAUTHORIZED");
     expect(jwks.fetches).toBe(before);
+  });
+
+  it("refuses a token of 1 MB with the JSON envelope (431: over Node's header limit, before the gateway reads it)", async () => {
+    const before = jwks.fetches;
+    const huge = `${await tokenFor(key, "alice")}${"A".repeat(1024 * 1024)}`;
+    const reply = await httpCall(env.stack.gateway.url, { headers: bearer(huge), body: JSON.stringify(env.stack.input()) });
+    expect(reply.status).toBe(431);
+    expect(reply.json).toEqual({ error: { code: "REQUEST_HEADERS_TOO_LARGE", message: "The request headers are too large." } });
+    expect(jwks.fetches).toBe(before);
+    // The gateway serves on.
+    expectRun(await post(env.stack.input(), bearer(await tokenFor(key, "alice"))));
   });
 
   it("refuses an unknown kid, then accepts the same kid once the issuer publishes it (rotation)", async () => {

@@ -33,14 +33,15 @@ export const RELAYED_CANCEL_TIMEOUT_MS = 10_000;
 /** A thread can change hands while a cancel is relayed; after this many hand-overs the cancel gives up. */
 const CANCEL_ATTEMPTS = 3;
 
-export async function cancelExecution(deps: RunDeps, cancel: CancelRequest): Promise<CancelOutcome> {
-  const { threadId, caller, ...relayed } = cancel;
+export async function cancelExecution(deps: RunDeps, request: CancelRequest): Promise<CancelOutcome> {
+  // Relayed without the caller: the caller was checked here.
+  const { caller, ...cancel } = request;
+  const { threadId } = cancel;
   // A stranger's thread answers as a thread that does not exist. An owner, once set, never changes: checked once.
   if (caller !== undefined) {
     const record = await deps.threads.read(threadId);
     if (record && !mayUse(caller, record)) return "not_found";
   }
-  cancel = { threadId, ...relayed };
   if (!deps.threads.shared || deps.live.has(threadId)) return deps.threads.locked(threadId, (thread) => cancelLocked(deps, thread, cancel, false));
   return deps.threads.locked(threadId, async (thread) => {
     for (let attempt = 0; attempt < CANCEL_ATTEMPTS; attempt++) {
