@@ -110,13 +110,15 @@ describe("admit", () => {
     const bob = { kind: "user", userId: "bob" } as const;
     const created = admit(undefined, request({ caller: alice, userId: "alice" }));
     if (isRefusal(created)) throw created.refused;
-    expect(created.record.owner).toBe("alice");
+    expect(created.record).toMatchObject({ owner: "alice", createdAt: new Date(NOW).toISOString(), lastActiveAt: new Date(NOW).toISOString() });
     const owned = frozen({ ...created.record });
     // Not DUPLICATE_RUN_ID, THREAD_BUSY or RESUME_REQUIRED: those would tell the stranger the thread exists.
     for (const stranger of [request({ caller: bob }), request({ caller: bob, runId: "run-new", digest: DIGEST_B }), request({ caller: bob, busy: true }), request({ caller: bob, resume: true })]) {
       expect(refusalCode(admit(owned, stranger))).toBe("THREAD_BINDING_CONFLICT");
     }
-    expect(refusalCode(admit(owned, request({ caller: alice, userId: "alice", runId: "run-2" })))).toBeUndefined();
+    const later = admit(owned, request({ caller: alice, userId: "alice", runId: "run-2", now: NOW + 60_000 }));
+    if (isRefusal(later)) throw later.refused;
+    expect(later.record).toMatchObject({ createdAt: new Date(NOW).toISOString(), lastActiveAt: new Date(NOW + 60_000).toISOString() });
     // An ownerless thread (created by the trusted caller or without auth) is no user's.
     expect(refusalCode(admit(idle(), request({ caller: alice })))).toBe("THREAD_BINDING_CONFLICT");
   });
@@ -130,7 +132,7 @@ describe("admit", () => {
     for (const caller of [{ kind: "trusted" }, { kind: "anonymous" }] as const) {
       const created = admit(undefined, request({ caller }));
       if (isRefusal(created)) throw created.refused;
-      expect("owner" in created.record).toBe(false);
+      expect(Object.keys(created.record).filter((k) => ["owner", "createdAt", "lastActiveAt"].includes(k))).toEqual([]);
       expect(refusalCode(admit(owned, request({ caller })))).toBeUndefined();
     }
   });

@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import type { AguiOutput } from "../../operators/index.js";
 import { type Language, messageText, normalizeLanguage, resolveAcceptLanguage } from "../i18n/index.js";
 import { peekPreferredLanguage } from "../runs/input.js";
-import type { RunService } from "../runs/service.js";
+import { MAX_THREAD_PAGE, type RunService } from "../runs/service.js";
 import { BodyBudget, CANCEL_BODY, RUN_BODY, drainUnreadBody, parseJsonObject, readBody, type BodyLease, type BodyTexts } from "./body.js";
 import { GatewayError, errorEnvelope as envelopeOf, gatewayErrorOf } from "../errors.js";
 import { httpErrors } from "./errors.js";
@@ -58,6 +58,7 @@ const ROUTES: Record<string, string[]> = {
   "/health": ["GET", "HEAD"],
   "/metrics": ["GET"],
   "/capabilities": ["GET"],
+  "/threads": ["GET"],
 };
 const CANCEL_PATH = /^\/extensions\/iac-code\/v1\/executions\/[^/]+\/(cancel|subscribe)$/;
 
@@ -115,6 +116,19 @@ export function createApp(options: AppOptions): Koa<State> {
     const session = await admitRequest(options, body, ctx.state.language, callerOf(ctx));
     ctx.respond = false;
     startRunStream(options, ctx, session);
+  });
+
+  // A user's own threads; other callers own none (the trusted caller acts for users, it has no list of its own).
+  router.get("/threads", requireAuth, async (ctx) => {
+    const caller = callerOf(ctx);
+    if (caller.kind !== "user") throw httpErrors.notFound();
+    const { limit: limitText = "20", cursor, ...unknown } = ctx.query;
+    const limit = typeof limitText === "string" && /^[1-9][0-9]{0,2}$/.test(limitText) ? Number(limitText) : Number.NaN;
+    const invalid = () => new GatewayError(400, "INVALID_INPUT", messageText("threads.invalidQuery"));
+    if (!(limit <= MAX_THREAD_PAGE) || (cursor !== undefined && typeof cursor !== "string") || Object.keys(unknown).length > 0) throw invalid();
+    const page = await options.runs.threadsOf(caller.userId, cursor, limit);
+    if (!page) throw invalid();
+    ctx.body = page;
   });
 
   router.post("/extensions/iac-code/v1/executions/:executionId/cancel", requireAuth, requireJson, holdsBody, async (ctx) => {

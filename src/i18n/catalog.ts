@@ -57,6 +57,15 @@ export const CATALOG = {
     de: "Die Anfrage-Header sind zu groß.",
     fr: "Les en-têtes de la requête sont trop volumineux.",
   },
+  "threads.invalidQuery": {
+    en: "limit must be an integer from 1 to 100, and cursor a nextCursor this route returned.",
+    zh: "limit 必须是 1 到 100 之间的整数，cursor 必须是此路由返回的 nextCursor。",
+    ja: "limit は 1 から 100 までの整数、cursor はこのルートが返した nextCursor である必要があります。",
+    pt: "limit deve ser um inteiro de 1 a 100, e cursor um nextCursor retornado por esta rota.",
+    es: "limit debe ser un entero de 1 a 100, y cursor un nextCursor devuelto por esta ruta.",
+    de: "limit muss eine ganze Zahl von 1 bis 100 sein und cursor ein nextCursor, den diese Route geliefert hat.",
+    fr: "limit doit être un entier de 1 à 100, et cursor un nextCursor renvoyé par cette route.",
+  },
   "http.contentTypeJson": {
     en: "Content-Type must be application/json.",
     zh: "Content-Type 必须为 application/json。",

@@ -14,11 +14,13 @@ import { recoverAbandonedRuns } from "./recovery.js";
 import type { RunDeps, RunServiceOptions } from "./run-context.js";
 import type { RunSession } from "./run-session.js";
 import { ThreadRepository } from "./thread-repository.js";
+import { listOwnedThreads, type ThreadPage } from "./thread-list.js";
 
 export { runDigest, type RunCandidate } from "./admission.js";
 export { toRunError } from "../a2a/error-mapping.js";
 export type { CancelOutcome, CancelRequest } from "./cancel.js";
 export type { Observation } from "./reattach.js";
+export { MAX_THREAD_PAGE, type ThreadPage, type ThreadSummary } from "./thread-list.js";
 export type { RunServiceOptions } from "./run-context.js";
 export type { RunSession, RunTicket } from "./run-session.js";
 
@@ -83,6 +85,11 @@ export class RunService {
 
   cancel(cancel: CancelRequest): Promise<CancelOutcome> {
     return cancelExecution(this.deps, cancel);
+  }
+
+  /** The owner's threads, a page at a time; undefined for a cursor this gateway did not make. */
+  threadsOf(owner: string, cursor: string | undefined, limit: number): Promise<ThreadPage | undefined> {
+    return listOwnedThreads(this.deps, owner, cursor, limit);
   }
 
   recoverAbandonedRuns(): Promise<number> {

@@ -132,7 +132,7 @@ export function admit(current: ThreadRecord | undefined, request: AdmissionReque
     if (resume) return refuse(admission.executionLost());
     if (!request.claimed) return refuse(admission.threadBusy());
     const record = newThreadRecord(request.threadId, request.cwd, request.userId, request.rosInvocationId, request.newExecutionId, ownerOf(request.caller));
-    return { kind: "turn", record: remember(record, request) };
+    return { kind: "turn", record: remember(active(record, request.now), request) };
   }
   // Before any other check: a stranger learns nothing of the thread (its run ids, its interrupts, a run on it).
   if (!mayUse(request.caller, current)) return refuse(admission.bindingConflict());
@@ -160,7 +160,14 @@ export function admit(current: ThreadRecord | undefined, request: AdmissionReque
   } else {
     record = rotateExecution(record, request.rosInvocationId, request.newExecutionId, request.window);
   }
-  return { kind, record: remember(record, request), ...(expiredTaskId !== undefined && { expiredTaskId }) };
+  return { kind, record: remember(active(record, request.now), request), ...(expiredTaskId !== undefined && { expiredTaskId }) };
+}
+
+/** A user's thread keeps when it was created and last run (its owner's thread list); other threads keep no times. */
+function active(record: ThreadRecord, now: number): ThreadRecord {
+  if (record.owner === undefined) return record;
+  const at = new Date(now).toISOString();
+  return { ...record, createdAt: record.createdAt ?? at, lastActiveAt: at };
 }
 
 /** The run id is single-use from now on; the interrupted run's id is spent (the next interrupt names its own run). */
