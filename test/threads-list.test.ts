@@ -133,4 +133,46 @@ describe.each(subjects)("GET /threads on %s", (_name, make) => {
     await subject.forget(gone);
     expect((await list("finn")).json.threads.map((t: { threadId: string }) => t.threadId)).toEqual([input.threadId]);
   });
+
+  describe("DELETE /threads/{threadId}", () => {
+    const remove = async (threadId: string, headers: Record<string, string>) =>
+      fetch(`${stack.gateway.url}threads/${encodeURIComponent(threadId)}`, { method: "DELETE", headers }).then(async (r) => ({ status: r.status, text: await r.text() }));
+
+    it("answers a stranger, an unknown thread and a malformed id alike: 404 NOT_FOUND; the owner's thread stays", async () => {
+      const threadId = await startThread("gina");
+      const stranger = await remove(threadId, await as("hank"));
+      const unknown = await remove("no-such-thread", await as("hank"));
+      expect(stranger.status).toBe(404);
+      expect(JSON.parse(stranger.text)).toEqual(JSON.parse(unknown.text));
+      expect(JSON.parse(stranger.text).error.code).toBe("NOT_FOUND");
+      expect((await remove("%E0%A4%A", await as("gina"))).status).toBe(404);
+      expect((await list("gina")).json.threads.map((t: { threadId: string }) => t.threadId)).toEqual([threadId]);
+      expect((await remove(threadId, {})).status).toBe(401);
+    });
+
+    it("cancels the owner's running run, forgets the thread and its run ids (204)", async () => {
+      const input = stack.input({ prompt: SLOW });
+      const owner = await as("ivan");
+      const live = await openSse(stack.gateway.url, input, owner);
+      await live.until((e) => e.type === "TEXT_MESSAGE_CONTENT");
+      const reply = await remove(input.threadId, owner);
+      expect(reply.status, reply.text).toBe(204);
+      expect(reply.text).toBe("");
+      const events = await live.rest();
+      expectValidRun(events);
+      expect(["RUN_ERROR", "RUN_FINISHED"]).toContain(events.at(-1)?.type);
+      expect((await list("ivan")).json.threads).toEqual([]);
+      expect((await remove(input.threadId, owner)).status).toBe(404);
+      // The thread is gone with its run ids: the same thread and run id start afresh, for anyone.
+      const again = await postRaw(stack.gateway.url, { ...input, messages: stack.input().messages }, await as("judy"));
+      expect(again.status, again.text).toBe(200);
+      expect((await list("judy")).json.threads.map((t: { threadId: string }) => t.threadId)).toEqual([input.threadId]);
+    });
+
+    it("lets the trusted caller forget a user's thread", async () => {
+      const threadId = await startThread("kim");
+      expect((await remove(threadId, { Authorization: `Bearer ${TRUSTED_TOKEN}` })).status).toBe(204);
+      expect((await list("kim")).json.threads).toEqual([]);
+    });
+  });
 });

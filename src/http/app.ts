@@ -61,6 +61,7 @@ const ROUTES: Record<string, string[]> = {
   "/threads": ["GET"],
 };
 const CANCEL_PATH = /^\/extensions\/iac-code\/v1\/executions\/[^/]+\/(cancel|subscribe)$/;
+const THREAD_PATH = /^\/threads\/[^/]+$/;
 
 export function createApp(options: AppOptions): Koa<State> {
   const app = new Koa<State>();
@@ -131,6 +132,12 @@ export function createApp(options: AppOptions): Koa<State> {
     ctx.body = page;
   });
 
+  router.delete("/threads/:threadId", requireAuth, async (ctx) => {
+    const outcome = await options.runs.forget(callerOf(ctx), ctx.params.threadId!);
+    if (outcome === "not_found") throw httpErrors.notFound();
+    ctx.status = 204;
+  });
+
   router.post("/extensions/iac-code/v1/executions/:executionId/cancel", requireAuth, requireJson, holdsBody, async (ctx) => {
     const body = await readJsonBody(ctx, MAX_CANCEL_BYTES, CANCEL_BODY);
     const { threadId, rosInvocationId } = body;
@@ -167,7 +174,7 @@ export function createApp(options: AppOptions): Koa<State> {
   app.use(router.routes());
   app.use(async (ctx) => {
     // Nothing matched: a JSON 405 for a known path, a JSON 404 otherwise (never Koa's plain text).
-    const allowed = ROUTES[ctx.path] ?? (CANCEL_PATH.test(ctx.path) ? ["POST"] : undefined);
+    const allowed = ROUTES[ctx.path] ?? (CANCEL_PATH.test(ctx.path) ? ["POST"] : THREAD_PATH.test(ctx.path) ? ["DELETE"] : undefined);
     if (!allowed) throw httpErrors.notFound();
     ctx.set("Allow", allowed.join(", "));
     throw httpErrors.methodNotAllowed();

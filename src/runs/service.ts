@@ -9,6 +9,8 @@ import { DEFAULT_RUN_ID_WINDOW } from "../state/windows.js";
 import { admitRun, type RunCandidate } from "./admission.js";
 import { answerRelayedCancel, cancelExecution, type CancelOutcome, type CancelRequest } from "./cancel.js";
 import { LiveRuns } from "./live-runs.js";
+import { forgetThread, type ForgetOutcome } from "./forget.js";
+import type { Caller } from "./caller.js";
 import { reattach, type Observation } from "./reattach.js";
 import { recoverAbandonedRuns } from "./recovery.js";
 import type { RunDeps, RunServiceOptions } from "./run-context.js";
@@ -90,6 +92,11 @@ export class RunService {
   /** The owner's threads, a page at a time; undefined for a cursor this gateway did not make. */
   threadsOf(owner: string, cursor: string | undefined, limit: number): Promise<ThreadPage | undefined> {
     return listOwnedThreads(this.deps, owner, cursor, limit);
+  }
+
+  /** Cancels the thread's run, if any, and forgets its record; "not_found" for a thread the caller may not use. */
+  forget(caller: Caller, threadId: string): Promise<ForgetOutcome> {
+    return forgetThread(this.deps, caller, threadId);
   }
 
   recoverAbandonedRuns(): Promise<number> {

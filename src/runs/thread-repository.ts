@@ -257,6 +257,22 @@ export class ThreadRepository {
     }
   }
 
+  /**
+   * Forgets the thread: its record, and with it its run ids, leaves the store. Under the thread's lock, with the
+   * thread claimed (a shared store's removal is fenced by that claim).
+   */
+  async forget(threadId: string): Promise<void> {
+    this.loaded.delete(threadId);
+    this.versions.delete(threadId);
+    try {
+      if (this.shared) await this.shared.remove(threadId, this.claims.get(threadId)?.token);
+      else await this.options.store.remove?.(threadId);
+    } catch (error) {
+      this.options.logger.warn({ err: error, threadId }, "a thread could not be forgotten");
+      throw admission.stateUnavailable();
+    }
+  }
+
   /** Every stored thread id, when the store can list them. */
   storedThreadIds(): Promise<string[]> | undefined {
     const list = this.options.store.threadIds;
