@@ -68,6 +68,10 @@ export interface GatewayOptions {
   headersTimeoutSeconds?: number;
   keepAliveTimeoutSeconds?: number;
   maxConnections?: number;
+  /** Per-user limits (users with JWTs or an embedder's authenticate); 0 or absent: none. */
+  maxActiveRunsPerUser?: number;
+  userRequestLimit?: number;
+  userRequestIntervalSeconds?: number;
 }
 
 export interface RunningGateway {
@@ -170,6 +174,7 @@ export async function assembleGateway(options: AssemblyOptions): Promise<Assembl
     interruptTtlMs: (options.interruptTtlSeconds ?? 540) * 1000,
     heartbeatMs: (options.heartbeatSeconds ?? 15) * 1000,
     ...(options.runIdWindow !== undefined && { runIdWindow: options.runIdWindow }),
+    ...(options.maxActiveRunsPerUser && { userRuns: { counters: state.counters, max: options.maxActiveRunsPerUser } }),
   });
   const bodyTimeoutMs = (options.bodyTimeoutSeconds ?? 30) * 1000;
   const allowedRoots = options.allowedRoots ?? allowedRootsFromEnv(process.env, process.cwd());
@@ -183,6 +188,9 @@ export async function assembleGateway(options: AssemblyOptions): Promise<Assembl
       ...(options.jwt && { verifyJwt: createJwtVerifier(options.jwt, (reason) => logger.debug({ reason }, "bearer token refused")) }),
     }),
     ...(options.onEvent !== undefined && { onEvent: options.onEvent }),
+    ...(options.userRequestLimit && {
+      userRequests: { counters: state.counters, limit: options.userRequestLimit, windowMs: (options.userRequestIntervalSeconds ?? 60) * 1000 },
+    }),
     metrics,
     bodyBudgetBytes: (options.bodyBudgetMib ?? 64) * 1024 * 1024,
     bodyTimeoutMs,

@@ -44,6 +44,9 @@ const AUTH_DEFAULTS = {
   authJwtAlgorithms: "RS256,RS384,RS512,PS256,PS384,PS512,ES256,ES384,ES512,EdDSA,Ed25519",
   authJwtClockToleranceSeconds: 30,
   authUserClaim: "sub",
+  maxActiveRunsPerUser: 0,
+  userRequestLimit: 0,
+  userRequestIntervalSeconds: 60,
 };
 
 describe("defaults", () => {
@@ -287,6 +290,9 @@ describe("YAML file", () => {
         "auth-jwt-algorithms: ES256",
         "auth_jwt_clock_tolerance: 5",
         "auth-user-claim: email",
+        "max-active-runs-per-user: 2",
+        "user_request_limit: 100",
+        "user-request-interval: 10",
       ].join("\n"),
     );
     expect(config(["--config", file])).toEqual({
@@ -306,6 +312,9 @@ describe("YAML file", () => {
       authJwtAlgorithms: "ES256",
       authJwtClockToleranceSeconds: 5,
       authUserClaim: "email",
+      maxActiveRunsPerUser: 2,
+      userRequestLimit: 100,
+      userRequestIntervalSeconds: 10,
       demo: false,
       interruptTtlSeconds: 0,
       idleShutdownSeconds: 4,
@@ -570,6 +579,7 @@ describe("help text", () => {
         : flag === "--auth-jwks-url" ? [flag, "https://issuer.example/jwks.json", ...jwt]
         : flag === "--auth-jwt-key" ? [flag, "/tmp/key.pem", ...jwt]
         : flag === "--auth-jwt-algorithms" ? [flag, "ES256"]
+        : flag === "--max-active-runs-per-user" || flag.startsWith("--user-request-") ? [flag, "2"]
         : flag.startsWith("--auth-") ? [flag, flag === "--auth-jwt-clock-tolerance" ? "1" : "x"]
         : [flag, ...value];
       expect(() => loadConfig(argv, {}, HOME), flag).not.toThrow();

@@ -157,6 +157,21 @@ export const OPTIONS = {
     flag: "--auth-user-claim", env: ["IAC_CODE_AGUI_AUTH_USER_CLAIM"], yamlKey: "auth_user_claim", valueName: "CLAIM",
     description: "The user token claim that names the user.",
   }),
+  maxActiveRunsPerUser: option({
+    kind: "count", schema: count(0), default: 0,
+    flag: "--max-active-runs-per-user", env: ["IAC_CODE_AGUI_MAX_ACTIVE_RUNS_PER_USER"], yamlKey: "max_active_runs_per_user", valueName: "N",
+    description: "Runs one user may have streaming at once, all replicas together; more: 429 USER_RUN_LIMIT (0 = no limit).",
+  }),
+  userRequestLimit: option({
+    kind: "count", schema: count(0), default: 0,
+    flag: "--user-request-limit", env: ["IAC_CODE_AGUI_USER_REQUEST_LIMIT"], yamlKey: "user_request_limit", valueName: "N",
+    description: "Requests one user may make per --user-request-interval, all replicas together; more: 429 USER_RATE_LIMITED (0 = no limit).",
+  }),
+  userRequestIntervalSeconds: option({
+    kind: "seconds", schema: positiveSeconds(), default: 60,
+    flag: "--user-request-interval", env: ["IAC_CODE_AGUI_USER_REQUEST_INTERVAL"], yamlKey: "user_request_interval", valueName: "SECONDS",
+    description: "The window --user-request-limit counts in.",
+  }),
   stateDir: option({
     kind: "path", schema: text().optional(), defaultText: "<IAC_CODE_CONFIG_DIR or ~/.iac-code>/agui", emptyIsUnset: true,
     flag: "--state-dir", env: ["IAC_CODE_AGUI_STATE_DIR"], yamlKey: "state_dir", valueName: "DIR",

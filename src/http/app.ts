@@ -9,7 +9,7 @@ import { type Language, messageText, normalizeLanguage, resolveAcceptLanguage } 
 import { peekPreferredLanguage } from "../runs/input.js";
 import { MAX_THREAD_PAGE, type RunService } from "../runs/service.js";
 import { BodyBudget, CANCEL_BODY, RUN_BODY, drainUnreadBody, parseJsonObject, readBody, type BodyLease, type BodyTexts } from "./body.js";
-import { GatewayError, errorEnvelope as envelopeOf, gatewayErrorOf } from "../errors.js";
+import { GatewayError, LimitError, errorEnvelope as envelopeOf, gatewayErrorOf } from "../errors.js";
 import { httpErrors } from "./errors.js";
 import type { StreamSelfCheck } from "./self-check.js";
 import { admitRequest, startRunStream, streamObservation } from "./run-route.js";
@@ -17,6 +17,7 @@ import { agentCapabilities } from "./capabilities.js";
 import { metricsText, type GatewayMetrics } from "../ops/metrics.js";
 import { ANONYMOUS, callerLogFields, type Caller } from "../runs/caller.js";
 import { identify, wwwAuthenticate, type Authenticate } from "./auth.js";
+import { limitUserRequests, type UserRequestLimit } from "./limits.js";
 
 export const MAX_REQUEST_BYTES = 12 * 1024 * 1024;
 export const MAX_CANCEL_BYTES = 64 * 1024;
@@ -27,6 +28,8 @@ export interface AppOptions {
   allowedRoots: readonly string[];
   /** Who is asking (src/http/auth.ts); without it every caller is anonymous. */
   authenticate?: Authenticate;
+  /** --user-request-limit: a user's requests per window. */
+  userRequests?: UserRequestLimit;
   serverVersion: string;
   onEvent?: (event: AguiOutput) => void;
   /** --validate-events: a checker per stream. */
@@ -66,7 +69,8 @@ const THREAD_PATH = /^\/threads\/[^/]+$/;
 export function createApp(options: AppOptions): Koa<State> {
   const app = new Koa<State>();
   const router = new Router<State>();
-  const requireAuth = identify(options.authenticate ?? (() => ANONYMOUS));
+  // Who is asking, then whether that user may ask again so soon: in front of every route but /health.
+  const requireAuth = compose([identify(options.authenticate ?? (() => ANONYMOUS)), limitUserRequests(options.userRequests)]);
   const callerOf = (ctx: { state: State }): Caller => ctx.state.caller ?? ANONYMOUS;
   const budget = new BodyBudget(options.bodyBudgetBytes ?? DEFAULT_BODY_BUDGET_BYTES);
   const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
@@ -197,6 +201,7 @@ function errorEnvelope(logger: Logger, metrics: GatewayMetrics | undefined, body
       ctx.body = envelopeOf(http, ctx.state.language ?? "en");
       if (http.code === "SERVER_BUSY") ctx.set("Retry-After", "1");
       if (http.code === "AUTH_UNAVAILABLE") ctx.set("Retry-After", "5");
+      if (http instanceof LimitError) ctx.set("Retry-After", String(http.retryAfterSeconds));
       if (http.status === 401) ctx.set("WWW-Authenticate", wwwAuthenticate(ctx));
       // A refused body is drained behind the answer (src/http/body.ts); a late one is not waited for.
       if (http.status === 408) {
@@ -204,6 +209,14 @@ function errorEnvelope(logger: Logger, metrics: GatewayMetrics | undefined, body
         ctx.res.once("finish", () => ctx.req.socket.destroy());
       }
     }
+  };
+}
+
+/** Middleware one after the other, as one. */
+function compose(steps: readonly ((ctx: Context, next: Next) => Promise<void>)[]) {
+  return (ctx: Context, next: Next): Promise<void> => {
+    const dispatch = async (i: number): Promise<void> => (i < steps.length ? steps[i]!(ctx, () => dispatch(i + 1)) : next());
+    return dispatch(0);
   };
 }
 

@@ -16,6 +16,7 @@ import { recoverAbandonedRuns } from "./recovery.js";
 import type { RunDeps, RunServiceOptions } from "./run-context.js";
 import type { RunSession } from "./run-session.js";
 import { ThreadRepository } from "./thread-repository.js";
+import { takeRunSlot, type UserRunLimit } from "./user-runs.js";
 import { listOwnedThreads, type ThreadPage } from "./thread-list.js";
 
 export { runDigest, type RunCandidate } from "./admission.js";
@@ -28,9 +29,11 @@ export type { RunSession, RunTicket } from "./run-session.js";
 
 export class RunService {
   private readonly deps: RunDeps;
+  private readonly userRuns: UserRunLimit | undefined;
   private accepting = true;
 
   constructor(options: RunServiceOptions) {
+    this.userRuns = options.userRuns;
     this.deps = {
       threads: new ThreadRepository(options),
       kernel: options.a2a,
@@ -72,8 +75,17 @@ export class RunService {
     this.accepting = false;
   }
 
-  admit(candidate: RunCandidate): Promise<RunSession> {
-    return admitRun(this.deps, candidate, () => this.accepting);
+  /** Admission, within the user's run slots (--max-active-runs-per-user): a run holds its slot until it ends. */
+  async admit(candidate: RunCandidate): Promise<RunSession> {
+    const slot = await takeRunSlot(this.userRuns, candidate.caller);
+    try {
+      const session = await admitRun(this.deps, candidate, () => this.accepting);
+      if (slot) void session.ended().finally(() => slot.release());
+      return session;
+    } catch (error) {
+      await slot?.release();
+      throw error;
+    }
   }
 
   /** The admitted run's stream, read as fast as `flow` (the client's socket) takes it. */
