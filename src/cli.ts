@@ -5,15 +5,43 @@
 // garbage of admissions is collected instead of piling up between major GCs. 10,000 idle streams take
 // ~530 MB instead of ~650, for no measurable loss of throughput (bench/). `npm start` passes the same flags.
 import { randomUUID } from "node:crypto";
+import { createPublicKey } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { assertLoopbackA2AUrl } from "./a2a/index.js";
 import { ConfigError, loadConfig, type GatewayConfig } from "./config/index.js";
 import { startScriptedA2AServer, demoScript } from "./demo/index.js";
 import { SERVER_VERSION, createLogger, startGateway } from "./gateway.js";
 import { startManagedKernel } from "./ops/managed-kernel.js";
 import { exampleWorkspace } from "./runs/cwd.js";
+import { algorithmList } from "./config/options.js";
+import type { JwtOptions } from "./http/jwt.js";
+
+/** User tokens, when a key source is configured; the PEM key is read and checked now, not at the first request. */
+function jwtOptionsOf(config: GatewayConfig): JwtOptions | undefined {
+  if (config.authJwksUrl === undefined && config.authJwtKey === undefined) return undefined;
+  let publicKeyPem: string | undefined;
+  if (config.authJwtKey !== undefined) {
+    try {
+      publicKeyPem = readFileSync(config.authJwtKey, "utf8");
+      if (createPublicKey(publicKeyPem).type !== "public") throw new Error("not a public key");
+    } catch (error) {
+      throw new ConfigError(`--auth-jwt-key ${config.authJwtKey} is not a readable PEM public key (${error instanceof Error ? error.message : String(error)}).`);
+    }
+  }
+  return {
+    ...(config.authJwksUrl !== undefined && { jwksUrl: config.authJwksUrl }),
+    ...(publicKeyPem !== undefined && { publicKeyPem }),
+    issuer: config.authJwtIssuer!,
+    audience: config.authJwtAudience!,
+    algorithms: algorithmList(config.authJwtAlgorithms),
+    clockToleranceSeconds: config.authJwtClockToleranceSeconds,
+    userClaim: config.authUserClaim,
+  };
+}
 
 async function main(argv: string[]): Promise<number> {
   let config: GatewayConfig;
+  let jwt: JwtOptions | undefined;
   try {
     const result = loadConfig(argv, process.env);
     if (result.kind === "help") {
@@ -26,6 +54,7 @@ async function main(argv: string[]): Promise<number> {
     }
     config = result.config;
     if (config.a2aUrl !== undefined && !config.demo) assertLoopbackA2AUrl(config.a2aUrl);
+    jwt = jwtOptionsOf(config);
   } catch (error) {
     process.stderr.write(`agui-gateway: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
@@ -70,6 +99,7 @@ async function main(argv: string[]): Promise<number> {
     ...(config.redisPassword !== undefined && { redisPassword: config.redisPassword }),
     ...(a2aToken !== undefined && { a2aToken }),
     ...(config.authToken !== undefined && { authToken: config.authToken }),
+    ...(jwt && { jwt }),
     ...(config.allowedCwds !== undefined && { allowedRoots: config.allowedCwds }),
     ...(config.corsOrigins !== undefined && { corsOrigins: config.corsOrigins }),
     interruptTtlSeconds: config.interruptTtlSeconds,
@@ -80,6 +110,9 @@ async function main(argv: string[]): Promise<number> {
     ...((config.console || config.demo) && { console: { demo: config.demo } }),
     idleShutdownSeconds: config.idleShutdownSeconds,
     runIdWindow: config.runIdWindow,
+    maxActiveRunsPerUser: config.maxActiveRunsPerUser,
+    userRequestLimit: config.userRequestLimit,
+    userRequestIntervalSeconds: config.userRequestIntervalSeconds,
     bodyBudgetMib: config.bodyBudgetMib,
     bodyTimeoutSeconds: config.bodyTimeoutSeconds,
     headersTimeoutSeconds: config.headersTimeoutSeconds,

@@ -39,6 +39,17 @@ export class GatewayError extends Error {
   }
 }
 
+/** A per-user limit: 429, and when to try again (the Retry-After header). */
+export class LimitError extends GatewayError {
+  constructor(
+    code: string,
+    english: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(429, code, english);
+  }
+}
+
 const INTERNAL_TEXT = messageText("http.internal");
 
 export const internalError = (): GatewayError => new GatewayError(500, "INTERNAL_ERROR", INTERNAL_TEXT, undefined, undefined, "internal");

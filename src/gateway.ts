@@ -1,6 +1,6 @@
 // Wires the layers into a running gateway: config → A2A client → run service → Koa on node:http.
 import { readFileSync } from "node:fs";
-import { Writable } from "node:stream";
+import { Writable, type Duplex } from "node:stream";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { dirname, join } from "node:path";
@@ -11,6 +11,10 @@ import type { AguiOutput } from "../operators/index.js";
 import { A2AClient, SECRET_METADATA_KEYS } from "./a2a/index.js";
 import { consoleRoutes } from "./console/route.js";
 import { createApp } from "./http/app.js";
+import { GatewayError, errorEnvelope as envelopeOf } from "./errors.js";
+import { messageText } from "./i18n/index.js";
+import { builtInAuthenticate, type Authenticate } from "./http/auth.js";
+import { createJwtVerifier, type JwtOptions } from "./http/jwt.js";
 import { createSelfCheck } from "./http/self-check.js";
 import { createMetrics, type GatewayMetrics } from "./ops/metrics.js";
 import { startIdleMonitor, type IdleMonitor } from "./ops/idle-monitor.js";
@@ -25,7 +29,12 @@ export interface GatewayOptions {
   port: number;
   a2aUrl: string;
   a2aToken?: string;
+  /** The static bearer token: the trusted server-side caller (a CopilotKit runtime). */
   authToken?: string;
+  /** Users' JWTs (docs/auth.md); with authToken, both are accepted. */
+  jwt?: JwtOptions;
+  /** An embedder's own check, used instead of authToken and jwt. */
+  authenticate?: Authenticate;
   allowedRoots?: readonly string[];
   /** Durable thread files live here; without it (and without `store` or `stateStore`) state is kept in memory. */
   stateDir?: string;
@@ -61,6 +70,10 @@ export interface GatewayOptions {
   headersTimeoutSeconds?: number;
   keepAliveTimeoutSeconds?: number;
   maxConnections?: number;
+  /** Per-user limits (users with JWTs or an embedder's authenticate); 0 or absent: none. */
+  maxActiveRunsPerUser?: number;
+  userRequestLimit?: number;
+  userRequestIntervalSeconds?: number;
 }
 
 export interface RunningGateway {
@@ -127,7 +140,23 @@ function prettyLines(out: NodeJS.WritableStream): NodeJS.WritableStream {
   });
 }
 
-export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
+/** A gateway without its listening socket: the Koa app and the layers behind it (startGateway, src/server.ts). */
+export interface AssembledGateway {
+  app: Koa;
+  runs: RunService;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  allowedRoots: readonly string[];
+  bodyTimeoutMs: number;
+  /** After the last stream: the A2A client and the state store. */
+  closeConnections(): Promise<void>;
+}
+
+export type AssemblyOptions = Omit<GatewayOptions, "host" | "port" | "idleShutdownSeconds" | "onIdle" | "headersTimeoutSeconds" | "keepAliveTimeoutSeconds" | "maxConnections"> & {
+  onActivity?: () => void;
+};
+
+export async function assembleGateway(options: AssemblyOptions): Promise<AssembledGateway> {
   const logger = options.logger ?? createLogger();
   const metrics = createMetrics();
   const a2a = new A2AClient({
@@ -137,11 +166,10 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     ...(options.a2aHttp2 && { http2: true }),
     observeLatency: (method, seconds) => metrics.upstreamLatency.observe({ method }, seconds),
   });
-  let idle: IdleMonitor | undefined;
   const state = await openStateStore({ ...options, logger, metrics });
   const runs = new RunService({
     metrics,
-    onActivity: () => idle?.touch(),
+    ...(options.onActivity && { onActivity: options.onActivity }),
     store: state.store,
     ...(state.replicaId !== undefined && { replicaId: state.replicaId }),
     ...(state.relay && { relay: state.relay }),
@@ -151,17 +179,23 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     interruptTtlMs: (options.interruptTtlSeconds ?? 540) * 1000,
     heartbeatMs: (options.heartbeatSeconds ?? 15) * 1000,
     ...(options.runIdWindow !== undefined && { runIdWindow: options.runIdWindow }),
+    ...(options.maxActiveRunsPerUser && { userRuns: { counters: state.counters, max: options.maxActiveRunsPerUser } }),
   });
   const bodyTimeoutMs = (options.bodyTimeoutSeconds ?? 30) * 1000;
-  const headersTimeoutMs = (options.headersTimeoutSeconds ?? 20) * 1000;
   const allowedRoots = options.allowedRoots ?? allowedRootsFromEnv(process.env, process.cwd());
   const app = createApp({
     runs,
     logger,
     allowedRoots,
     serverVersion: SERVER_VERSION,
-    ...(options.authToken !== undefined && { authToken: options.authToken }),
+    authenticate: options.authenticate ?? builtInAuthenticate({
+      ...(options.authToken !== undefined && { authToken: options.authToken }),
+      ...(options.jwt && { verifyJwt: createJwtVerifier(options.jwt, (reason) => logger.debug({ reason }, "bearer token refused")) }),
+    }),
     ...(options.onEvent !== undefined && { onEvent: options.onEvent }),
+    ...(options.userRequestLimit && {
+      userRequests: { counters: state.counters, limit: options.userRequestLimit, windowMs: (options.userRequestIntervalSeconds ?? 60) * 1000 },
+    }),
     metrics,
     bodyBudgetBytes: (options.bodyBudgetMib ?? 64) * 1024 * 1024,
     bodyTimeoutMs,
@@ -173,6 +207,48 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       ...(options.extraMiddleware ?? []),
     ],
   });
+  return {
+    app,
+    runs,
+    metrics,
+    logger,
+    allowedRoots,
+    bodyTimeoutMs,
+    closeConnections: async () => {
+      await a2a.close();
+      await state.close();
+    },
+  };
+}
+
+// Node's own answers to a request it could not parse (node:_http_server), kept for everything but oversized headers.
+const NODE_CLIENT_ERRORS: Readonly<Record<string, string>> = {
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: "413 Payload Too Large",
+  ERR_HTTP_REQUEST_TIMEOUT: "408 Request Timeout",
+};
+
+/**
+ * Headers over Node's limit (16 KiB; a 1 MB bearer token) never reach Koa: they still get the JSON envelope, in
+ * English since no header, Accept-Language included, was read.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (socket.writable && (socket as Duplex & { bytesWritten?: number }).bytesWritten === 0) {
+    if (error.code === "HPE_HEADER_OVERFLOW") {
+      const body = JSON.stringify(envelopeOf(new GatewayError(431, "REQUEST_HEADERS_TOO_LARGE", messageText("http.headersTooLarge")), "en"));
+      socket.write(
+        `HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    } else {
+      socket.write(`HTTP/1.1 ${NODE_CLIENT_ERRORS[error.code ?? ""] ?? "400 Bad Request"}\r\nConnection: close\r\n\r\n`);
+    }
+  }
+  socket.destroy();
+}
+
+export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
+  let idle: IdleMonitor | undefined;
+  const { app, runs, metrics, logger, allowedRoots, bodyTimeoutMs, closeConnections } = await assembleGateway({ ...options, onActivity: () => idle?.touch() });
+  const headersTimeoutMs = (options.headersTimeoutSeconds ?? 20) * 1000;
   const server = createServer(
     {
       // Node's own deadlines, checked every second: headers, and the whole request as a backstop to the
@@ -187,12 +263,13 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   );
   // Beyond it new sockets are closed at once, so file descriptors are left for streams, state files and /health.
   server.maxConnections = options.maxConnections ?? 16_384;
+  server.on("clientError", answerClientError);
   server.on("drop", () => metrics.refusedRequests.inc({ reason: "connections" }));
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.host, () => resolve());
   }).catch(async (error: unknown) => {
-    await state.close();
+    await closeConnections();
     throw error;
   });
   const releaseUnhandled = captureUnhandledErrors({ logger, count: () => metrics.unhandledErrors.inc() });
@@ -231,8 +308,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
         server.closeAllConnections();
       });
       await runs.drain(5_000);
-      await a2a.close();
-      await state.close();
+      await closeConnections();
       releaseUnhandled();
     },
   };

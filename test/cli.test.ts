@@ -1,7 +1,7 @@
 // The built CLI (dist/src/cli.js) as a user runs it: help, refusals before anything starts, the demo
 // that serves a full run on the port it prints, an external upstream via --a2a-url, and SIGTERM.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -10,6 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createDemoScript, startScriptedA2AServer, type ScriptedA2AServer } from "../src/demo/index.js";
 import { expectValidRun, postRaw, readSse, sessionEventOf, typesOf } from "./helpers/e2e.js";
 import { runBannerCurl } from "./helpers/durable.js";
+import { AUDIENCE, ISSUER, signingKey, tokenFor } from "./helpers/jwks.js";
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const CLI = path.join(REPO, "dist", "src", "cli.js");
@@ -171,6 +172,28 @@ describe("agui-gateway CLI", () => {
     expect(stderr).toContain("--a2a-url");
     expect(stderr).toContain("--demo");
     expect(stdout).not.toContain("listening");
+  });
+
+  it("--auth-jwt-key: a file that is no public key exits 1 naming it; a real one serves that issuer's users", async () => {
+    const notAKey = path.join(scratch, "not-a-key.pem");
+    writeFileSync(notAKey, "hello");
+    const jwtFlags = ["--auth-jwt-issuer", ISSUER, "--auth-jwt-audience", AUDIENCE];
+    const refused = await runCli(["--demo", "--port", "0", "--auth-jwt-key", notAKey, ...jwtFlags]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`--auth-jwt-key ${notAKey} is not a readable PEM public key`);
+
+    const key = await signingKey("cli");
+    const pem = path.join(scratch, "issuer.pem");
+    writeFileSync(pem, key.publicPem);
+    const served = await serveCli(["--demo", "--port", "0", "--state-dir", path.join(scratch, "state-jwt"), "--auth-jwt-key", pem, ...jwtFlags]);
+    const body = /-d '(\{.*\})'/.exec(served.stdout())?.[1];
+    expect(body, served.stdout()).toBeDefined();
+    const json = { "Content-Type": "application/json", Accept: "text/event-stream" };
+    expect((await postRaw(served.url, body!, json)).status).toBe(401);
+    const reply = await postRaw(served.url, body!, { ...json, Authorization: `Bearer ${await tokenFor(key, "alice")}` });
+    expect(reply.status, reply.text).toBe(200);
+    expectValidRun(readSse(reply.text).events);
+    expect((await stop(served)).code).toBe(0);
   });
 
   it("--demo --port 0 prints its real URL and serves the printed request; SIGTERM exits 0", async () => {

@@ -40,6 +40,15 @@ function errorOf(argv: readonly string[], env: NodeJS.ProcessEnv = {}): string {
   throw new Error("expected a ConfigError");
 }
 
+const AUTH_DEFAULTS = {
+  authJwtAlgorithms: "RS256,RS384,RS512,PS256,PS384,PS512,ES256,ES384,ES512,EdDSA,Ed25519",
+  authJwtClockToleranceSeconds: 30,
+  authUserClaim: "sub",
+  maxActiveRunsPerUser: 0,
+  userRequestLimit: 0,
+  userRequestIntervalSeconds: 60,
+};
+
 describe("defaults", () => {
   it("fills every option with its default", () => {
     expect(config([])).toEqual({
@@ -63,6 +72,7 @@ describe("defaults", () => {
       headersTimeoutSeconds: 20,
       keepAliveTimeoutSeconds: 5,
       maxConnections: 16_384,
+      ...AUTH_DEFAULTS,
     });
     const keys = Object.keys(config([]));
     for (const unset of ["a2aUrl", "a2aToken", "authToken", "configFile", "allowedCwds", "stateStore", "redisPassword"]) {
@@ -126,6 +136,7 @@ describe("flags", () => {
       headersTimeoutSeconds: 3,
       keepAliveTimeoutSeconds: 4,
       maxConnections: 100,
+      ...AUTH_DEFAULTS,
     });
   });
 
@@ -273,6 +284,15 @@ describe("YAML file", () => {
         "state-store: rediss://cache.internal:6380",
         "redis_password: yp",
         "lease-ttl: 12",
+        "auth-jwks-url: https://issuer.example/jwks.json",
+        "auth_jwt_issuer: https://issuer.example/",
+        "auth-jwt-audience: agui",
+        "auth-jwt-algorithms: ES256",
+        "auth_jwt_clock_tolerance: 5",
+        "auth-user-claim: email",
+        "max-active-runs-per-user: 2",
+        "user_request_limit: 100",
+        "user-request-interval: 10",
       ].join("\n"),
     );
     expect(config(["--config", file])).toEqual({
@@ -286,6 +306,15 @@ describe("YAML file", () => {
       stateStore: "rediss://cache.internal:6380",
       redisPassword: "yp",
       leaseTtlSeconds: 12,
+      authJwksUrl: "https://issuer.example/jwks.json",
+      authJwtIssuer: "https://issuer.example/",
+      authJwtAudience: "agui",
+      authJwtAlgorithms: "ES256",
+      authJwtClockToleranceSeconds: 5,
+      authUserClaim: "email",
+      maxActiveRunsPerUser: 2,
+      userRequestLimit: 100,
+      userRequestIntervalSeconds: 10,
       demo: false,
       interruptTtlSeconds: 0,
       idleShutdownSeconds: 4,
@@ -543,7 +572,16 @@ describe("help text", () => {
       if (flag === "--help" || flag === "-h" || flag === "--version") continue;
       const value = flag === "--state-store" ? ["redis://127.0.0.1:6379"] : flag === "--cors-origins" ? ["https://app.example.com"] : needsValue.has(flag) ? ["/tmp"] : /port|ttl|shutdown|heartbeat|timeout|window|connections/.test(flag) ? ["1"] : flag === "--body-budget" ? ["12"] : [];
       // HTTP/2 is only for a kernel the operator points at (the demo and a managed kernel speak HTTP/1.1).
-      const argv = flag === "--config" ? [flag, yamlFile("")] : flag === "--a2a-http2" ? [flag, "--a2a-url", "http://127.0.0.1:1/"] : [flag, ...value];
+      const jwt = ["--auth-jwt-issuer", "https://issuer.example/", "--auth-jwt-audience", "agui"];
+      const argv =
+        flag === "--config" ? [flag, yamlFile("")]
+        : flag === "--a2a-http2" ? [flag, "--a2a-url", "http://127.0.0.1:1/"]
+        : flag === "--auth-jwks-url" ? [flag, "https://issuer.example/jwks.json", ...jwt]
+        : flag === "--auth-jwt-key" ? [flag, "/tmp/key.pem", ...jwt]
+        : flag === "--auth-jwt-algorithms" ? [flag, "ES256"]
+        : flag === "--max-active-runs-per-user" || flag.startsWith("--user-request-") ? [flag, "2"]
+        : flag.startsWith("--auth-") ? [flag, flag === "--auth-jwt-clock-tolerance" ? "1" : "x"]
+        : [flag, ...value];
       expect(() => loadConfig(argv, {}, HOME), flag).not.toThrow();
     }
   });
@@ -608,5 +646,29 @@ describe("--cors-origins", () => {
     expect(errorOf(["--config", yamlFile("cors-origins: https://app.example.com\n")])).toMatch(/^cors-origins in .* must be a list of origins\.$/);
     expect(errorOf(["--config", yamlFile("cors-origins: []\n")])).toMatch(/^cors-origins in .* must list at least one origin\.$/);
     expect(errorOf(["--config", yamlFile("cors-origins: [3]\n")])).toMatch(/^cors-origins in .* must be a list of origins\.$/);
+  });
+});
+
+describe("user tokens", () => {
+  const jwt = ["--auth-jwt-issuer", "https://issuer.example/", "--auth-jwt-audience", "agui"];
+
+  it("takes one key source, with an issuer and an audience", () => {
+    expect(config(["--auth-jwks-url", "http://127.0.0.1:9/jwks", ...jwt])).toMatchObject({ authJwksUrl: "http://127.0.0.1:9/jwks" });
+    expect(errorOf(["--auth-jwks-url", "https://i.example/jwks", "--auth-jwt-key", "/k.pem", ...jwt])).toBe(
+      "--auth-jwks-url and --auth-jwt-key exclude each other: user tokens are verified by one of them.",
+    );
+    expect(errorOf(["--auth-jwt-key", "/k.pem", "--auth-jwt-audience", "agui"])).toBe("--auth-jwt-key needs --auth-jwt-issuer.");
+    expect(errorOf(["--auth-jwks-url", "https://i.example/jwks", "--auth-jwt-issuer", "x"])).toBe("--auth-jwks-url needs --auth-jwt-audience.");
+  });
+
+  it("fetches keys over TLS except from loopback, and allows asymmetric algorithms only", () => {
+    expect(errorOf(["--auth-jwks-url", "http://issuer.example/jwks", ...jwt])).toBe(
+      "--auth-jwks-url must be an https:// URL (http:// only on 127.0.0.1, localhost or ::1).",
+    );
+    expect(errorOf(["--auth-jwks-url", "not a url", ...jwt])).toBe("--auth-jwks-url must be a URL.");
+    for (const algs of ["HS256", "none", "RS256,HS512", ","]) {
+      expect(errorOf(["--auth-jwt-algorithms", algs])).toMatch(/^--auth-jwt-algorithms must be a comma-separated list of RS256/);
+    }
+    expect(config([], { IAC_CODE_AGUI_AUTH_JWT_ALGORITHMS: "ES256, EdDSA" }).authJwtAlgorithms).toBe("ES256, EdDSA");
   });
 });

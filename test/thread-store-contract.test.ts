@@ -113,6 +113,14 @@ describe.each(subjects)("%s honours the ThreadStore contract", (_name, make) => 
     expect(serializeThreadRecord(loaded!)).toBe(serializeThreadRecord(saved));
   });
 
+  it("keeps a thread's owner (a user id, never a token) byte for byte", async () => {
+    const owned = threadRecord("thread-1", { owner: "alice@example.com" });
+    await s.store.save(owned);
+    expect(await s.storedText("thread-1")).toBe(s.textOf(owned));
+    expect(s.textOf(owned)).toMatch(/"owner": ?"alice@example.com"/);
+    expect(await s.store.load("thread-1")).toEqual(owned);
+  });
+
   it("replaces the record on the next save", async () => {
     await s.store.save(threadRecord());
     const next = threadRecord("thread-1", { terminalExecutionIds: ["exec-0", "exec-1"] });
@@ -131,6 +139,7 @@ describe.each(subjects)("%s honours the ThreadStore contract", (_name, make) => 
     ["a wrong schemaVersion", (r) => ({ ...r, schemaVersion: 2 as 1 })],
     ["a malformed run digest", (r) => ({ ...r, runDigests: [{ runId: "r", digest: "not-a-digest" }] })],
     ["an empty cwd", (r) => ({ ...r, cwd: "" })],
+    ["an empty owner", (r) => ({ ...r, owner: "" })],
     ["a non-finite pipelineSequence", (r) => ({ ...r, execution: { ...r.execution, pipelineSequence: Number.NaN } })],
     ["text among the text digests", (r) => ({ ...r, execution: { ...r.execution, textSnapshotDigests: ["the assistant's words"] } })],
   ])("refuses to save a record with %s, and stores nothing", async (_case, edit) => {

@@ -10,6 +10,7 @@ import {
   foldFact,
   inOrder,
   isRefusal,
+  mayUse,
   parkInterrupts,
   reconcilePending,
   rememberTextSegment,
@@ -56,6 +57,7 @@ function request(overrides: Partial<AdmissionRequest> = {}): AdmissionRequest {
     resume: false,
     rosInvocationId: "ros-1",
     userId: null,
+    caller: { kind: "anonymous" },
     cwd: "/work/project",
     agui1: false,
     newExecutionId: "exec-new",
@@ -101,6 +103,38 @@ describe("admit", () => {
     expect(refusalCode(admit(idle(), request({ cwd: "/elsewhere" })))).toBe("THREAD_BINDING_CONFLICT");
     expect(refusalCode(admit(idle(), request({ userId: "mallory" })))).toBe("THREAD_BINDING_CONFLICT");
     expect(refusalCode(admit(parked(), request({ resume: true, rosInvocationId: "ros-other" })))).toBe("EXECUTION_LOST");
+  });
+
+  it("a user owns the thread it creates; a stranger is refused first, as THREAD_BINDING_CONFLICT, whatever else the request says", () => {
+    const alice = { kind: "user", userId: "alice" } as const;
+    const bob = { kind: "user", userId: "bob" } as const;
+    const created = admit(undefined, request({ caller: alice, userId: "alice" }));
+    if (isRefusal(created)) throw created.refused;
+    expect(created.record).toMatchObject({ owner: "alice", createdAt: new Date(NOW).toISOString(), lastActiveAt: new Date(NOW).toISOString() });
+    const owned = frozen({ ...created.record });
+    // Not DUPLICATE_RUN_ID, THREAD_BUSY or RESUME_REQUIRED: those would tell the stranger the thread exists.
+    for (const stranger of [request({ caller: bob }), request({ caller: bob, runId: "run-new", digest: DIGEST_B }), request({ caller: bob, busy: true }), request({ caller: bob, resume: true })]) {
+      expect(refusalCode(admit(owned, stranger))).toBe("THREAD_BINDING_CONFLICT");
+    }
+    const later = admit(owned, request({ caller: alice, userId: "alice", runId: "run-2", now: NOW + 60_000 }));
+    if (isRefusal(later)) throw later.refused;
+    expect(later.record).toMatchObject({ createdAt: new Date(NOW).toISOString(), lastActiveAt: new Date(NOW + 60_000).toISOString() });
+    // An ownerless thread (created by the trusted caller or without auth) is no user's.
+    expect(refusalCode(admit(idle(), request({ caller: alice })))).toBe("THREAD_BINDING_CONFLICT");
+  });
+
+  it("the trusted caller and the anonymous one use any thread and own none", () => {
+    const owned = idle({ owner: "alice" });
+    expect(mayUse({ kind: "trusted" }, owned)).toBe(true);
+    expect(mayUse({ kind: "anonymous" }, owned)).toBe(true);
+    expect(mayUse({ kind: "user", userId: "alice" }, owned)).toBe(true);
+    expect(mayUse({ kind: "user", userId: "bob" }, owned)).toBe(false);
+    for (const caller of [{ kind: "trusted" }, { kind: "anonymous" }] as const) {
+      const created = admit(undefined, request({ caller }));
+      if (isRefusal(created)) throw created.refused;
+      expect(Object.keys(created.record).filter((k) => ["owner", "createdAt", "lastActiveAt"].includes(k))).toEqual([]);
+      expect(refusalCode(admit(owned, request({ caller })))).toBeUndefined();
+    }
   });
 
   it("a turn rotates the execution: the old one is remembered as ended, its task kept as the last one", () => {

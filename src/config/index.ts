@@ -60,6 +60,14 @@ export function loadConfig(
     throw new ConfigError(`${labels.get(key) ?? key} ${issue?.message ?? "is invalid."}`);
   }
   const config = finish(result.data, parsed.demo, configFile, env, homeDir);
+  const jwtSource = ["authJwksUrl", "authJwtKey"].filter((key) => config[key as "authJwksUrl" | "authJwtKey"] !== undefined);
+  if (jwtSource.length === 2) throw new ConfigError(`${labels.get("authJwksUrl")} and ${labels.get("authJwtKey")} exclude each other: user tokens are verified by one of them.`);
+  if (jwtSource.length === 1) {
+    // Without both, a token the issuer made for another application would be accepted here.
+    for (const key of ["authJwtIssuer", "authJwtAudience"] as const) {
+      if (config[key] === undefined) throw new ConfigError(`${labels.get(jwtSource[0]!)} needs ${key === "authJwtIssuer" ? "--auth-jwt-issuer" : "--auth-jwt-audience"}.`);
+    }
+  }
   if (config.a2aHttp2) {
     const label = labels.get("a2aHttp2") ?? "a2aHttp2";
     if (config.demo || config.a2aUrl === undefined) {

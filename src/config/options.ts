@@ -2,6 +2,7 @@
 // zod schema, flag parsing, env lookup, YAML keys and the --help text are all derived from it.
 import path from "node:path";
 import { z } from "zod";
+import { ASYMMETRIC_ALGORITHMS } from "../http/jwt.js";
 import { redisUrlProblem } from "../state/redis-url.js";
 
 /** How a string from argv or env is turned into a typed value before validation. */
@@ -80,6 +81,24 @@ const originList = () =>
       if (bad !== undefined) ctx.addIssue({ code: "custom", message: `must list exact origins: ${JSON.stringify(bad)} is not ${ORIGIN_FORM}.` });
     });
 
+/** `RS256, ES256` → ["RS256", "ES256"]. */
+export function algorithmList(value: string): string[] {
+  return value.split(",").map((alg) => alg.trim()).filter((alg) => alg !== "");
+}
+
+/** Keys travel over TLS, except from the machine itself (a local issuer, a test). */
+function jwksUrlProblem(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return "must be a URL.";
+  }
+  const loopback = ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
+  if (url.protocol === "https:" || (url.protocol === "http:" && loopback)) return undefined;
+  return "must be an https:// URL (http:// only on 127.0.0.1, localhost or ::1).";
+}
+
 /** In --help order. Everything except --config and --demo, which pick sources rather than set values. */
 export const OPTIONS = {
   host: option({
@@ -107,6 +126,71 @@ export const OPTIONS = {
   authToken: option({
     kind: "string", schema: text().optional(), defaultText: "unset (no auth)", emptyIsUnset: true,
     env: ["IAC_CODE_AGUI_AUTH_TOKEN"], yamlKey: "auth_token", description: "Bearer token AG-UI clients must send; empty disables auth.",
+  }),
+  authJwksUrl: option({
+    kind: "string",
+    schema: text()
+      .superRefine((value, ctx) => {
+        const problem = jwksUrlProblem(value);
+        if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
+      })
+      .optional(),
+    defaultText: "unset (no user tokens)", emptyIsUnset: true,
+    flag: "--auth-jwks-url", env: ["IAC_CODE_AGUI_AUTH_JWKS_URL"], yamlKey: "auth_jwks_url", valueName: "URL",
+    description: "Accept users' JWTs verified with this JSON Web Key Set (https://, or http:// on loopback).",
+  }),
+  authJwtKey: option({
+    kind: "path", schema: text().optional(), defaultText: "unset", emptyIsUnset: true,
+    flag: "--auth-jwt-key", env: ["IAC_CODE_AGUI_AUTH_JWT_KEY"], yamlKey: "auth_jwt_key", valueName: "PEM_FILE",
+    description: "Accept users' JWTs verified with this PEM public key (instead of --auth-jwks-url).",
+  }),
+  authJwtIssuer: option({
+    kind: "string", schema: text().optional(), defaultText: "unset (required with user tokens)", emptyIsUnset: true,
+    flag: "--auth-jwt-issuer", env: ["IAC_CODE_AGUI_AUTH_JWT_ISSUER"], yamlKey: "auth_jwt_issuer", valueName: "ISS",
+    description: "The `iss` every user token must carry.",
+  }),
+  authJwtAudience: option({
+    kind: "string", schema: text().optional(), defaultText: "unset (required with user tokens)", emptyIsUnset: true,
+    flag: "--auth-jwt-audience", env: ["IAC_CODE_AGUI_AUTH_JWT_AUDIENCE"], yamlKey: "auth_jwt_audience", valueName: "AUD",
+    description: "The `aud` every user token must carry.",
+  }),
+  authJwtAlgorithms: option({
+    kind: "string",
+    schema: text().superRefine((value, ctx) => {
+      const listed = algorithmList(value);
+      const unknown = listed.filter((alg) => !ASYMMETRIC_ALGORITHMS.includes(alg));
+      if (listed.length === 0 || unknown.length > 0) {
+        ctx.addIssue({ code: "custom", message: `must be a comma-separated list of ${ASYMMETRIC_ALGORITHMS.join(", ")}.` });
+      }
+    }),
+    default: ASYMMETRIC_ALGORITHMS.join(","),
+    flag: "--auth-jwt-algorithms", env: ["IAC_CODE_AGUI_AUTH_JWT_ALGORITHMS"], yamlKey: "auth_jwt_algorithms", valueName: "ALGS",
+    description: "JWS algorithms user tokens may be signed with (asymmetric only).",
+  }),
+  authJwtClockToleranceSeconds: option({
+    kind: "seconds", schema: nonNegativeSeconds(), default: 30,
+    flag: "--auth-jwt-clock-tolerance", env: ["IAC_CODE_AGUI_AUTH_JWT_CLOCK_TOLERANCE"], yamlKey: "auth_jwt_clock_tolerance",
+    valueName: "SECONDS", description: "Clock skew allowed when checking a user token's exp and nbf.",
+  }),
+  authUserClaim: option({
+    kind: "string", schema: text().min(1, "must be a non-empty string."), default: "sub",
+    flag: "--auth-user-claim", env: ["IAC_CODE_AGUI_AUTH_USER_CLAIM"], yamlKey: "auth_user_claim", valueName: "CLAIM",
+    description: "The user token claim that names the user.",
+  }),
+  maxActiveRunsPerUser: option({
+    kind: "count", schema: count(0), default: 0,
+    flag: "--max-active-runs-per-user", env: ["IAC_CODE_AGUI_MAX_ACTIVE_RUNS_PER_USER"], yamlKey: "max_active_runs_per_user", valueName: "N",
+    description: "Runs one user may have streaming at once, all replicas together; more: 429 USER_RUN_LIMIT (0 = no limit).",
+  }),
+  userRequestLimit: option({
+    kind: "count", schema: count(0), default: 0,
+    flag: "--user-request-limit", env: ["IAC_CODE_AGUI_USER_REQUEST_LIMIT"], yamlKey: "user_request_limit", valueName: "N",
+    description: "Requests one user may make per --user-request-interval, all replicas together; more: 429 USER_RATE_LIMITED (0 = no limit).",
+  }),
+  userRequestIntervalSeconds: option({
+    kind: "seconds", schema: positiveSeconds(), default: 60,
+    flag: "--user-request-interval", env: ["IAC_CODE_AGUI_USER_REQUEST_INTERVAL"], yamlKey: "user_request_interval", valueName: "SECONDS",
+    description: "The window --user-request-limit counts in.",
   }),
   stateDir: option({
     kind: "path", schema: text().optional(), defaultText: "<IAC_CODE_CONFIG_DIR or ~/.iac-code>/agui", emptyIsUnset: true,

@@ -1,6 +1,5 @@
 // The Koa application: middleware that each do one thing, composed here in the order of
 // reference-adapter §2.4 (auth → content type → size → JSON → object → language → envelope → admission).
-import { createHash, timingSafeEqual } from "node:crypto";
 import Router from "@koa/router";
 import { PROTOCOL_VERSION } from "@ag-ui/core";
 import Koa, { type Context, type Next } from "koa";
@@ -8,15 +7,18 @@ import type { Logger } from "pino";
 import type { AguiOutput } from "../../operators/index.js";
 import { type Language, messageText, normalizeLanguage, resolveAcceptLanguage } from "../i18n/index.js";
 import { peekPreferredLanguage } from "../runs/input.js";
-import type { RunService } from "../runs/service.js";
+import { MAX_THREAD_PAGE, type RunService } from "../runs/service.js";
 import { BodyBudget, CANCEL_BODY, RUN_BODY, drainUnreadBody, parseJsonObject, readBody, type BodyLease, type BodyTexts } from "./body.js";
-import { GatewayError, errorEnvelope as envelopeOf, gatewayErrorOf } from "../errors.js";
+import { GatewayError, LimitError, errorEnvelope as envelopeOf, gatewayErrorOf } from "../errors.js";
 import { httpErrors } from "./errors.js";
 import type { StreamSelfCheck } from "./self-check.js";
 import { admitRequest, startObservationStream, startRunStream } from "./run-route.js";
 import { agentCapabilities } from "./capabilities.js";
 import { crossOrigin } from "./cors.js";
 import { metricsText, type GatewayMetrics } from "../ops/metrics.js";
+import { ANONYMOUS, callerLogFields, type Caller } from "../runs/caller.js";
+import { identify, wwwAuthenticate, type Authenticate } from "./auth.js";
+import { limitUserRequests, type UserRequestLimit } from "./limits.js";
 
 export const MAX_REQUEST_BYTES = 12 * 1024 * 1024;
 export const MAX_CANCEL_BYTES = 64 * 1024;
@@ -25,7 +27,10 @@ export interface AppOptions {
   runs: RunService;
   logger: Logger;
   allowedRoots: readonly string[];
-  authToken?: string;
+  /** Who is asking (src/http/auth.ts); without it every caller is anonymous. */
+  authenticate?: Authenticate;
+  /** --user-request-limit: a user's requests per window. */
+  userRequests?: UserRequestLimit;
   serverVersion: string;
   onEvent?: (event: AguiOutput) => void;
   /** --validate-events: a checker per stream. */
@@ -47,6 +52,8 @@ interface State {
   language: Language;
   /** This request's share of the body budget, held until its handler is done with the body. */
   bodyLease?: BodyLease;
+  /** Set by `identify` on every route behind auth. */
+  caller?: Caller;
 }
 
 export const DEFAULT_BODY_BUDGET_BYTES = 64 * 1024 * 1024;
@@ -57,12 +64,17 @@ const ROUTES: Record<string, string[]> = {
   "/health": ["GET", "HEAD"],
   "/metrics": ["GET"],
   "/capabilities": ["GET"],
+  "/threads": ["GET"],
 };
 const CANCEL_PATH = /^\/extensions\/iac-code\/v1\/executions\/[^/]+\/(cancel|subscribe)$/;
+const THREAD_PATH = /^\/threads\/[^/]+$/;
 
 export function createApp(options: AppOptions): Koa<State> {
   const app = new Koa<State>();
   const router = new Router<State>();
+  // Who is asking, then whether that user may ask again so soon: in front of every route but /health.
+  const requireAuth = compose([identify(options.authenticate ?? (() => ANONYMOUS)), limitUserRequests(options.userRequests)]);
+  const callerOf = (ctx: { state: State }): Caller => ctx.state.caller ?? ANONYMOUS;
   const budget = new BodyBudget(options.bodyBudgetBytes ?? DEFAULT_BODY_BUDGET_BYTES);
   const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
   const holdsBody = async (ctx: Context & { state: State }, next: Next) => {
@@ -93,47 +105,66 @@ export function createApp(options: AppOptions): Koa<State> {
 
   // Behind the same auth as `/`: it describes the agent that route serves.
   const capabilities = agentCapabilities(options.serverVersion);
-  router.get("/capabilities", requireAuth(options.authToken), (ctx) => {
+  router.get("/capabilities", requireAuth, (ctx) => {
     ctx.body = capabilities;
   });
 
   const metrics = options.metrics;
   if (metrics) {
-    router.get("/metrics", requireAuth(options.authToken), async (ctx) => {
+    router.get("/metrics", requireAuth, async (ctx) => {
       const text = await metricsText(metrics);
       ctx.type = text.contentType;
       ctx.body = text.body;
     });
   }
 
-  router.post("/", requireAuth(options.authToken), requireJson, holdsBody, async (ctx) => {
+  router.post("/", requireAuth, requireJson, holdsBody, async (ctx) => {
     const body = await readJsonBody(ctx, MAX_REQUEST_BYTES, RUN_BODY);
     ctx.state.language = normalizeLanguage(peekPreferredLanguage(body)) ?? ctx.state.language;
-    const session = await admitRequest(options, body, ctx.state.language);
+    const session = await admitRequest(options, body, ctx.state.language, callerOf(ctx));
     ctx.respond = false;
     startRunStream(options, ctx, session);
   });
 
-  router.post("/extensions/iac-code/v1/executions/:executionId/cancel", requireAuth(options.authToken), requireJson, holdsBody, async (ctx) => {
+  // A user's own threads; other callers own none (the trusted caller acts for users, it has no list of its own).
+  router.get("/threads", requireAuth, async (ctx) => {
+    const caller = callerOf(ctx);
+    if (caller.kind !== "user") throw httpErrors.notFound();
+    const { limit: limitText = "20", cursor, ...unknown } = ctx.query;
+    const limit = typeof limitText === "string" && /^[1-9][0-9]{0,2}$/.test(limitText) ? Number(limitText) : Number.NaN;
+    const invalid = () => new GatewayError(400, "INVALID_INPUT", messageText("threads.invalidQuery"));
+    if (!(limit <= MAX_THREAD_PAGE) || (cursor !== undefined && typeof cursor !== "string") || Object.keys(unknown).length > 0) throw invalid();
+    const page = await options.runs.threadsOf(caller.userId, cursor, limit);
+    if (!page) throw invalid();
+    ctx.body = page;
+  });
+
+  router.delete("/threads/:threadId", requireAuth, async (ctx) => {
+    const outcome = await options.runs.forget(callerOf(ctx), ctx.params.threadId!);
+    if (outcome === "not_found") throw httpErrors.notFound();
+    ctx.status = 204;
+  });
+
+  router.post("/extensions/iac-code/v1/executions/:executionId/cancel", requireAuth, requireJson, holdsBody, async (ctx) => {
     const body = await readJsonBody(ctx, MAX_CANCEL_BYTES, CANCEL_BODY);
     const { threadId, rosInvocationId } = body;
     if (typeof threadId !== "string" || threadId === "" || typeof rosInvocationId !== "string" || rosInvocationId === "") {
       throw new GatewayError(400, "INVALID_INPUT", messageText("cancel.idsRequired"));
     }
     const executionId = ctx.params.executionId!;
-    const outcome = await options.runs.cancel({ executionId, threadId, rosInvocationId });
+    const outcome = await options.runs.cancel({ executionId, threadId, rosInvocationId, caller: callerOf(ctx) });
     if (outcome === "not_found") throw new GatewayError(404, "EXECUTION_NOT_FOUND", messageText("execution.notFound"));
     ctx.body = { executionId, status: outcome };
   });
 
-  router.post("/extensions/iac-code/v1/executions/:executionId/subscribe", requireAuth(options.authToken), requireJson, holdsBody, async (ctx) => {
+  router.post("/extensions/iac-code/v1/executions/:executionId/subscribe", requireAuth, requireJson, holdsBody, async (ctx) => {
     const body = await readJsonBody(ctx, MAX_CANCEL_BYTES, CANCEL_BODY);
     const { threadId, runId, rosInvocationId } = body;
     const strings = [threadId, runId, rosInvocationId].every((v) => typeof v === "string" && v !== "");
     const known = Object.keys(body).every((k) => ["threadId", "runId", "rosInvocationId", "afterSequence"].includes(k));
     if (!strings || !known) throw new GatewayError(400, "INVALID_INPUT", messageText("observe.invalid"));
     const language = ctx.state.language;
-    const observation = { executionId: ctx.params.executionId!, threadId: threadId as string, runId: runId as string, rosInvocationId: rosInvocationId as string, language };
+    const observation = { executionId: ctx.params.executionId!, threadId: threadId as string, runId: runId as string, rosInvocationId: rosInvocationId as string, language, caller: callerOf(ctx) };
     const events = await options.runs.observe(observation);
     ctx.respond = false;
     startObservationStream(options, ctx, events, language);
@@ -152,7 +183,7 @@ export function createApp(options: AppOptions): Koa<State> {
   app.use(router.routes());
   app.use(async (ctx) => {
     // Nothing matched: a JSON 405 for a known path, a JSON 404 otherwise (never Koa's plain text).
-    const allowed = ROUTES[ctx.path] ?? (CANCEL_PATH.test(ctx.path) ? ["POST"] : undefined);
+    const allowed = ROUTES[ctx.path] ?? (CANCEL_PATH.test(ctx.path) ? ["POST"] : THREAD_PATH.test(ctx.path) ? ["DELETE"] : undefined);
     if (!allowed) throw httpErrors.notFound();
     ctx.set("Allow", allowed.join(", "));
     throw httpErrors.methodNotAllowed();
@@ -166,7 +197,7 @@ function errorEnvelope(logger: Logger, metrics: GatewayMetrics | undefined, body
       await next();
     } catch (error) {
       const http = gatewayErrorOf(error);
-      if (http.exposure === "internal") logger.error({ err: error, path: ctx.path }, "unexpected error");
+      if (http.exposure === "internal") logger.error({ err: error, path: ctx.path, ...callerLogFields(ctx.state.caller ?? ANONYMOUS) }, "unexpected error");
       if (http.code === "SERVER_BUSY") metrics?.refusedRequests.inc({ reason: "budget" });
       if (http.code === "REQUEST_TIMEOUT") metrics?.refusedRequests.inc({ reason: "deadline" });
       if (ctx.headerSent || !ctx.writable) return;
@@ -174,6 +205,9 @@ function errorEnvelope(logger: Logger, metrics: GatewayMetrics | undefined, body
       ctx.status = http.status;
       ctx.body = envelopeOf(http, ctx.state.language ?? "en");
       if (http.code === "SERVER_BUSY") ctx.set("Retry-After", "1");
+      if (http.code === "AUTH_UNAVAILABLE") ctx.set("Retry-After", "5");
+      if (http instanceof LimitError) ctx.set("Retry-After", String(http.retryAfterSeconds));
+      if (http.status === 401) ctx.set("WWW-Authenticate", wwwAuthenticate(ctx));
       // A refused body is drained behind the answer (src/http/body.ts); a late one is not waited for.
       if (http.status === 408) {
         ctx.set("Connection", "close");
@@ -183,23 +217,12 @@ function errorEnvelope(logger: Logger, metrics: GatewayMetrics | undefined, body
   };
 }
 
-function requireAuth(token: string | undefined) {
-  const expected = token ? digestOf(token) : undefined;
-  return async (ctx: Context, next: Next) => {
-    if (expected) {
-      const header = ctx.get("Authorization");
-      const space = header.indexOf(" ");
-      const scheme = space < 0 ? "" : header.slice(0, space);
-      const presented = space < 0 ? "" : header.slice(space + 1);
-      // Compare digests: equal length always, so the comparison time says nothing about the token.
-      if (scheme.toLowerCase() !== "bearer" || !timingSafeEqual(digestOf(presented), expected)) throw httpErrors.unauthorized();
-    }
-    await next();
+/** Middleware one after the other, as one. */
+function compose(steps: readonly ((ctx: Context, next: Next) => Promise<void>)[]) {
+  return (ctx: Context, next: Next): Promise<void> => {
+    const dispatch = async (i: number): Promise<void> => (i < steps.length ? steps[i]!(ctx, () => dispatch(i + 1)) : next());
+    return dispatch(0);
   };
-}
-
-function digestOf(text: string): Buffer {
-  return createHash("sha256").update(text, "utf8").digest();
 }
 
 async function requireJson(ctx: Context, next: Next) {

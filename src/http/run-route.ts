@@ -4,6 +4,7 @@ import type { Context } from "koa";
 import type { Observable } from "rxjs";
 import type { AguiOutput } from "../../operators/index.js";
 import { normalizeLanguage, type Language } from "../i18n/index.js";
+import { withCallerUserId, type Caller } from "../runs/caller.js";
 import { checkCwd } from "../runs/cwd.js";
 import { INPUT_ERROR_BASES, InputError } from "../input-error.js";
 import { latestUserMessage, parseRunAgentInput } from "../runs/input.js";
@@ -16,8 +17,8 @@ import { acceptsProto, writeSse } from "./sse.js";
  * Validates the body, builds the user's parts and checks the workspace (creating nothing), then hands the run to
  * admission. Refusals are thrown GatewayErrors; a refused request leaves no trace.
  */
-export async function admitRequest(options: AppOptions, body: Record<string, unknown>, language: Language): Promise<RunSession> {
-  const request = parseRunAgentInput(body);
+export async function admitRequest(options: AppOptions, body: Record<string, unknown>, language: Language, caller: Caller): Promise<RunSession> {
+  const request = withCallerUserId(parseRunAgentInput(body), caller);
   if (request.ignoredForwardedProps > 0) options.metrics?.forwardedPropsIgnored.inc(request.ignoredForwardedProps);
   const workspace = await checkCwd(request.iacCode.cwd, options.allowedRoots);
   let parts: ReturnType<typeof buildUserParts> = [];
@@ -29,7 +30,7 @@ export async function admitRequest(options: AppOptions, body: Record<string, unk
     messageId = message.id;
   }
   const runLanguage = normalizeLanguage(request.iacCode.preferredLanguage) ?? language;
-  return await options.runs.admit({ request, digest: runDigest(body), workspace, parts, messageId, language: runLanguage });
+  return await options.runs.admit({ request, digest: runDigest(body), workspace, parts, messageId, language: runLanguage, caller });
 }
 
 /**

@@ -4,6 +4,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { canonicalJson, type A2APart } from "../../operators/index.js";
 import { type Language, localize, normalizeLanguage } from "../i18n/index.js";
 import { prepareWorkspace, unprepareWorkspace, type CheckedWorkspace } from "./cwd.js";
+import { type Caller, callerLogFields } from "./caller.js";
 import { admission } from "./errors.js";
 import type { RunRequest } from "./input.js";
 import { declaresAgui1 } from "./protocol.js";
@@ -33,6 +34,8 @@ export interface RunCandidate {
   parts: A2APart[];
   messageId: string;
   language: Language;
+  /** Who asks (src/runs/caller.ts); the request's userId is already bound to it (withCallerUserId). */
+  caller: Caller;
 }
 
 export async function admitRun(deps: RunDeps, candidate: RunCandidate, accepting: () => boolean): Promise<RunSession> {
@@ -63,6 +66,7 @@ async function admitLocked(deps: RunDeps, thread: LockedThread, candidate: RunCa
     resume: request.resume !== undefined,
     rosInvocationId: iacCode.rosInvocationId,
     userId: iacCode.userId ?? null,
+    caller: candidate.caller,
     cwd: candidate.workspace.path,
     agui1: declaresAgui1(request.protocolVersion),
     newExecutionId: deps.settings.newExecutionId(),
@@ -76,7 +80,7 @@ async function admitLocked(deps: RunDeps, thread: LockedThread, candidate: RunCa
   if (admitted.expiredTaskId !== undefined) void cancelTask(deps, admitted.expiredTaskId);
   const workspace = await prepareWorkspace(candidate.workspace);
   const requestId = randomUUID();
-  const logger = deps.logger.child({ requestId, threadId, runId });
+  const logger = deps.logger.child({ requestId, threadId, runId, ...callerLogFields(candidate.caller) });
   const ticket: RunTicket = {
     request,
     record: admitted.record,

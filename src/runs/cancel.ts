@@ -5,11 +5,12 @@
 import { RunError } from "../../operators/index.js";
 import { isTaskAlreadyTerminal, isTaskNotFound, toRunError } from "../a2a/error-mapping.js";
 import { messageText } from "../i18n/index.js";
+import type { Caller } from "./caller.js";
 import { admission } from "./errors.js";
 import type { RunDeps } from "./run-context.js";
 import { readRecovered } from "./recovery.js";
 import type { LockedThread } from "./thread-repository.js";
-import { endExecution, hasPending } from "./transitions.js";
+import { endExecution, hasPending, mayUse } from "./transitions.js";
 
 export type CancelOutcome = "cancelled" | "already_terminal" | "not_found";
 
@@ -17,6 +18,8 @@ export interface CancelRequest {
   executionId: string;
   threadId: string;
   rosInvocationId: string;
+  /** Absent on a relayed cancel: the replica that relayed it checked the caller. */
+  caller?: Caller;
 }
 
 /**
@@ -30,8 +33,15 @@ export const RELAYED_CANCEL_TIMEOUT_MS = 10_000;
 /** A thread can change hands while a cancel is relayed; after this many hand-overs the cancel gives up. */
 const CANCEL_ATTEMPTS = 3;
 
-export async function cancelExecution(deps: RunDeps, cancel: CancelRequest): Promise<CancelOutcome> {
+export async function cancelExecution(deps: RunDeps, request: CancelRequest): Promise<CancelOutcome> {
+  // Relayed without the caller: the caller was checked here.
+  const { caller, ...cancel } = request;
   const { threadId } = cancel;
+  // A stranger's thread answers as a thread that does not exist. An owner, once set, never changes: checked once.
+  if (caller !== undefined) {
+    const record = await deps.threads.read(threadId);
+    if (record && !mayUse(caller, record)) return "not_found";
+  }
   if (!deps.threads.shared || deps.live.has(threadId)) return deps.threads.locked(threadId, (thread) => cancelLocked(deps, thread, cancel, false));
   return deps.threads.locked(threadId, async (thread) => {
     for (let attempt = 0; attempt < CANCEL_ATTEMPTS; attempt++) {

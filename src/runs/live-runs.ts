@@ -34,6 +34,13 @@ export class LiveRuns {
     this.endings.add(settled);
   }
 
+  /** Resolves true once no run of this replica streams on the thread, false after `timeoutMs`. */
+  async ended(threadId: string, timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.sessions.has(threadId) && Date.now() < deadline) await sleep(10);
+    return !this.sessions.has(threadId);
+  }
+
   /** Resolves once no run streams and every ending settled, or after `timeoutMs`. */
   async drain(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;

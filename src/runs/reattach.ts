@@ -4,9 +4,11 @@ import type { Observable } from "rxjs";
 import { createAguiPipeline, type AguiOutput } from "../../operators/index.js";
 import { type Language, localize, normalizeLanguage } from "../i18n/index.js";
 import { runDigestOf } from "../state/windows.js";
+import type { Caller } from "./caller.js";
 import { admission } from "./errors.js";
 import type { RunDeps } from "./run-context.js";
 import { snapshotThenLive } from "./task-frames.js";
+import { mayUse } from "./transitions.js";
 import { isTaskNotFound } from "../a2a/error-mapping.js";
 
 /** Who asks to observe which execution, with the proof of the binding. */
@@ -17,13 +19,14 @@ export interface Observation {
   runId: string;
   rosInvocationId: string;
   language: Language;
+  caller: Caller;
 }
 
 export async function reattach(deps: RunDeps, observation: Observation): Promise<Observable<AguiOutput>> {
-  const { executionId, threadId, runId, rosInvocationId, language } = observation;
+  const { executionId, threadId, runId, rosInvocationId, language, caller } = observation;
   const record = await deps.threads.read(threadId);
   const execution = record?.execution;
-  if (!record || !execution || execution.executionId !== executionId || execution.taskId === null) {
+  if (!record || !mayUse(caller, record) || !execution || execution.executionId !== executionId || execution.taskId === null) {
     throw admission.executionNotFound();
   }
   if (execution.rosInvocationId !== rosInvocationId || runDigestOf(record, runId) === undefined) {

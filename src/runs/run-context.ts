@@ -6,6 +6,7 @@ import type { GatewayMetrics } from "../ops/metrics.js";
 import type { ThreadStore } from "../state/thread-store.js";
 import type { LiveRuns } from "./live-runs.js";
 import type { ThreadRepository } from "./thread-repository.js";
+import type { UserRunLimit } from "./user-runs.js";
 
 export interface RunServiceOptions {
   store: ThreadStore;
@@ -25,6 +26,8 @@ export interface RunServiceOptions {
   leaseTtlMs?: number;
   /** With a shared store: requests to the replica that holds a thread (a cancel that reached another one). */
   relay?: ReplicaRelay;
+  /** --max-active-runs-per-user. */
+  userRuns?: UserRunLimit;
 }
 
 /** Request/reply between the replicas that share a store (Redis pub/sub). */

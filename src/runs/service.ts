@@ -9,24 +9,31 @@ import { DEFAULT_RUN_ID_WINDOW } from "../state/windows.js";
 import { admitRun, type RunCandidate } from "./admission.js";
 import { answerRelayedCancel, cancelExecution, type CancelOutcome, type CancelRequest } from "./cancel.js";
 import { LiveRuns } from "./live-runs.js";
+import { forgetThread, type ForgetOutcome } from "./forget.js";
+import type { Caller } from "./caller.js";
 import { reattach, type Observation } from "./reattach.js";
 import { recoverAbandonedRuns } from "./recovery.js";
 import type { RunDeps, RunServiceOptions } from "./run-context.js";
 import type { RunSession } from "./run-session.js";
 import { ThreadRepository } from "./thread-repository.js";
+import { takeRunSlot, type UserRunLimit } from "./user-runs.js";
+import { listOwnedThreads, type ThreadPage } from "./thread-list.js";
 
 export { runDigest, type RunCandidate } from "./admission.js";
 export { toRunError } from "../a2a/error-mapping.js";
 export type { CancelOutcome, CancelRequest } from "./cancel.js";
 export type { Observation } from "./reattach.js";
+export { MAX_THREAD_PAGE, type ThreadPage, type ThreadSummary } from "./thread-list.js";
 export type { RunServiceOptions } from "./run-context.js";
 export type { RunSession, RunTicket } from "./run-session.js";
 
 export class RunService {
   private readonly deps: RunDeps;
+  private readonly userRuns: UserRunLimit | undefined;
   private accepting = true;
 
   constructor(options: RunServiceOptions) {
+    this.userRuns = options.userRuns;
     this.deps = {
       threads: new ThreadRepository(options),
       kernel: options.a2a,
@@ -68,8 +75,17 @@ export class RunService {
     this.accepting = false;
   }
 
-  admit(candidate: RunCandidate): Promise<RunSession> {
-    return admitRun(this.deps, candidate, () => this.accepting);
+  /** Admission, within the user's run slots (--max-active-runs-per-user): a run holds its slot until it ends. */
+  async admit(candidate: RunCandidate): Promise<RunSession> {
+    const slot = await takeRunSlot(this.userRuns, candidate.caller);
+    try {
+      const session = await admitRun(this.deps, candidate, () => this.accepting);
+      if (slot) void session.ended().finally(() => slot.release());
+      return session;
+    } catch (error) {
+      await slot?.release();
+      throw error;
+    }
   }
 
   /** The admitted run's stream, read as fast as `flow` (the client's socket) takes it. */
@@ -83,6 +99,16 @@ export class RunService {
 
   cancel(cancel: CancelRequest): Promise<CancelOutcome> {
     return cancelExecution(this.deps, cancel);
+  }
+
+  /** The owner's threads, a page at a time; undefined for a cursor this gateway did not make. */
+  threadsOf(owner: string, cursor: string | undefined, limit: number): Promise<ThreadPage | undefined> {
+    return listOwnedThreads(this.deps, owner, cursor, limit);
+  }
+
+  /** Cancels the thread's run, if any, and forgets its record; "not_found" for a thread the caller may not use. */
+  forget(caller: Caller, threadId: string): Promise<ForgetOutcome> {
+    return forgetThread(this.deps, caller, threadId);
   }
 
   recoverAbandonedRuns(): Promise<number> {

@@ -5,7 +5,8 @@
 // replica's claims (leases) on threads: a claimed thread is ours to run and write, every write is a
 // compare-and-set on the version we read and is fenced by the claim, and only a claimed thread is cached.
 import type { Logger } from "pino";
-import { StateUnavailableError, isSharedThreadStore, type SharedThreadStore, type ThreadRecord, type ThreadStore } from "../state/thread-store.js";
+import { StateUnavailableError, isSharedThreadStore, type OwnedPage, type SharedThreadStore, type ThreadRecord, type ThreadStore } from "../state/thread-store.js";
+import { pageOfRecords } from "../state/owned-threads.js";
 import { timeResult, type GatewayMetrics } from "../ops/metrics.js";
 import { admission } from "./errors.js";
 import { KeyedLock } from "./keyed-lock.js";
@@ -240,6 +241,36 @@ export class ThreadRepository {
     if (!stored) return undefined;
     this.versions.set(threadId, stored.version);
     return stored.record;
+  }
+
+  /** A page of an owner's threads, most recently active first: the store's index, else a scan of its threads. */
+  async ownedThreads(owner: string, page: OwnedPage): Promise<ThreadRecord[]> {
+    const store = this.options.store;
+    try {
+      if (store.ownedThreads) return await store.ownedThreads(owner, page);
+      const ids = (await store.threadIds?.()) ?? [];
+      const records = await Promise.all(ids.map((id) => store.load(id).catch(() => undefined)));
+      return pageOfRecords(records.filter((r) => r !== undefined), owner, page.after, page.limit);
+    } catch (error) {
+      if (error instanceof StateUnavailableError) throw admission.stateUnavailable();
+      throw error;
+    }
+  }
+
+  /**
+   * Forgets the thread: its record, and with it its run ids, leaves the store. Under the thread's lock, with the
+   * thread claimed (a shared store's removal is fenced by that claim).
+   */
+  async forget(threadId: string): Promise<void> {
+    this.loaded.delete(threadId);
+    this.versions.delete(threadId);
+    try {
+      if (this.shared) await this.shared.remove(threadId, this.claims.get(threadId)?.token);
+      else await this.options.store.remove?.(threadId);
+    } catch (error) {
+      this.options.logger.warn({ err: error, threadId }, "a thread could not be forgotten");
+      throw admission.stateUnavailable();
+    }
   }
 
   /** Every stored thread id, when the store can list them. */

@@ -9,6 +9,7 @@ import { contextIdForThread } from "../a2a/index.js";
 import { messageText } from "../i18n/index.js";
 import type { AppliedResumeDigest, ExecutionRecord, PendingEntry, ThreadRecord } from "../state/thread-store.js";
 import { idRecord, runDigestOf, withAppliedDigest, withEntries, withRunDigest, withTerminalExecution, withTextSegment } from "../state/windows.js";
+import { type Caller, ownerOf } from "./caller.js";
 import { admission } from "./errors.js";
 
 /** A transition that does not apply: the error the caller is refused with. Nothing is written. */
@@ -61,13 +62,22 @@ function freshExecution(executionId: string, rosInvocationId: string, lastTaskId
   return { executionId, rosInvocationId, taskId: null, lastTaskId, pipelineSequence: 0, pipelineOpenSteps: [], pending: idRecord() };
 }
 
-export function newThreadRecord(threadId: string, cwd: string, userId: string | null, rosInvocationId: string, executionId: string): ThreadRecord {
+/**
+ * A thread is the caller's to use: a user only its own threads (an ownerless thread is not its own), the trusted
+ * server-side caller any thread, and without auth (no users) every thread as before.
+ */
+export function mayUse(caller: Caller, record: ThreadRecord): boolean {
+  return caller.kind !== "user" || record.owner === caller.userId;
+}
+
+export function newThreadRecord(threadId: string, cwd: string, userId: string | null, rosInvocationId: string, executionId: string, owner?: string): ThreadRecord {
   return {
     schemaVersion: 1,
     threadId,
     contextId: contextIdForThread(threadId),
     cwd,
     userId,
+    ...(owner !== undefined && { owner }),
     iacCodeSessionId: null,
     execution: freshExecution(executionId, rosInvocationId, null),
     runDigests: [],
@@ -87,6 +97,8 @@ export interface AdmissionRequest {
   resume: boolean;
   rosInvocationId: string;
   userId: string | null;
+  /** Who asks: a user becomes the owner of a thread it creates and is refused any other's. */
+  caller: Caller;
   cwd: string;
   /** The client declared AG-UI 1.0 or newer. */
   agui1: boolean;
@@ -119,9 +131,11 @@ export function admit(current: ThreadRecord | undefined, request: AdmissionReque
   if (!current) {
     if (resume) return refuse(admission.executionLost());
     if (!request.claimed) return refuse(admission.threadBusy());
-    const record = newThreadRecord(request.threadId, request.cwd, request.userId, request.rosInvocationId, request.newExecutionId);
-    return { kind: "turn", record: remember(record, request) };
+    const record = newThreadRecord(request.threadId, request.cwd, request.userId, request.rosInvocationId, request.newExecutionId, ownerOf(request.caller));
+    return { kind: "turn", record: remember(active(record, request.now), request) };
   }
+  // Before any other check: a stranger learns nothing of the thread (its run ids, its interrupts, a run on it).
+  if (!mayUse(request.caller, current)) return refuse(admission.bindingConflict());
   const seen = runDigestOf(current, runId);
   if (seen !== undefined && !(resume && seen !== request.digest && resumesUnderInterruptedRun(current, runId))) {
     return refuse(seen === request.digest ? admission.duplicateRunId() : admission.runIdConflict());
@@ -146,7 +160,14 @@ export function admit(current: ThreadRecord | undefined, request: AdmissionReque
   } else {
     record = rotateExecution(record, request.rosInvocationId, request.newExecutionId, request.window);
   }
-  return { kind, record: remember(record, request), ...(expiredTaskId !== undefined && { expiredTaskId }) };
+  return { kind, record: remember(active(record, request.now), request), ...(expiredTaskId !== undefined && { expiredTaskId }) };
+}
+
+/** A user's thread keeps when it was created and last run (its owner's thread list); other threads keep no times. */
+function active(record: ThreadRecord, now: number): ThreadRecord {
+  if (record.owner === undefined) return record;
+  const at = new Date(now).toISOString();
+  return { ...record, createdAt: record.createdAt ?? at, lastActiveAt: at };
 }
 
 /** The run id is single-use from now on; the interrupted run's id is spent (the next interrupt names its own run). */

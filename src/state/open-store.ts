@@ -10,6 +10,7 @@ import { closeRedisConnection, createRedisConnection, redactRedisUrl, waitForRed
 import { RedisRelay } from "./redis-relay.js";
 import { RedisThreadStore } from "./redis-store.js";
 import { MemoryThreadStore, type ThreadStore } from "./thread-store.js";
+import { MemoryUserCounters, RedisUserCounters, type UserCounters } from "./user-counters.js";
 
 export interface StateStoreOptions {
   store?: ThreadStore;
@@ -27,6 +28,8 @@ export interface OpenedStateStore {
   /** With Redis: this process's id in thread leases and on the relay. */
   replicaId?: string;
   relay?: RedisRelay;
+  /** Per-user limits' counters: shared by the replicas with Redis, this process's own otherwise. */
+  counters: UserCounters;
   /** With Redis: for /health. */
   health?: () => { kind: string; status: string };
   close(): Promise<void>;
@@ -36,10 +39,10 @@ export interface OpenedStateStore {
 const REDIS_START_WAIT_MS = 3_000;
 
 export async function openStateStore(options: StateStoreOptions): Promise<OpenedStateStore> {
-  if (options.store) return { store: options.store, close: async () => undefined };
+  if (options.store) return { store: options.store, counters: new MemoryUserCounters(), close: async () => undefined };
   if (options.stateStore === undefined) {
     const store = options.stateDir !== undefined ? new FileThreadStore({ dir: options.stateDir }) : new MemoryThreadStore();
-    return { store, close: async () => undefined };
+    return { store, counters: new MemoryUserCounters(), close: async () => undefined };
   }
   const replicaId = `${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
   const connection = {
@@ -68,6 +71,7 @@ export async function openStateStore(options: StateStoreOptions): Promise<Opened
   else options.logger.warn({ stateStore: shownUrl, replicaId }, "Redis is not reachable yet: runs are refused with STATE_UNAVAILABLE until it is");
   return {
     store,
+    counters: new RedisUserCounters(client, store.prefix),
     replicaId,
     relay,
     health: () => {

@@ -2,7 +2,7 @@
 // writes and a version; every write is one Lua script that checks the version (and, when fenced, the thread's lease)
 // and writes, so two replicas can never both act on one read. Leases say which replica runs a thread; their token
 // names the owner, so a replica that finds a thread busy knows whom to ask (src/state/redis-relay.ts).
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { Redis } from "ioredis";
 import {
@@ -20,11 +20,13 @@ import {
   StaleRecordError,
   StateUnavailableError,
   type LeaseInfo,
+  type OwnedPage,
   type SharedThreadStore,
   type ThreadRecord,
   type VersionedThreadRecord,
 } from "./thread-store.js";
 import { SCRIPTS, type ScriptName } from "./redis-scripts.js";
+import { activityOf, isAfter } from "./owned-threads.js";
 import { assertStorable } from "./validate.js";
 
 export { LeaseLostError, StaleRecordError };
@@ -75,6 +77,11 @@ export class RedisThreadStore implements SharedThreadStore {
   /** `<prefix>thread:<stem>`: the same stem as the file store's file name. */
   threadKey(threadId: string): string {
     return `${this.prefix}thread:${threadFileStem(threadId)}`;
+  }
+
+  /** A sorted set per owner: thread ids scored by last activity (ms). An index only: the records decide. */
+  ownerKey(owner: string): string {
+    return `${this.prefix}owner:${createHash("sha256").update(owner, "utf8").digest("hex")}`;
   }
 
   leaseKey(threadId: string): string {
@@ -146,6 +153,40 @@ export class RedisThreadStore implements SharedThreadStore {
     });
   }
 
+  /**
+   * Reads the owner's index from the page's cursor down, checking each entry against its record: an entry whose
+   * record is gone or belongs to someone else is dropped from the index, never listed; one that moved on since
+   * (a newer score) is listed at its newer place only.
+   */
+  async ownedThreads(owner: string, page: OwnedPage): Promise<ThreadRecord[]> {
+    const key = this.ownerKey(owner);
+    const found: ThreadRecord[] = [];
+    const max = page.after === undefined ? "+inf" : String(page.after.at);
+    for (let offset = 0; found.length < page.limit; ) {
+      const batch = await this.timed("owned_threads", () => this.client.zrevrangebyscore(key, max, "-inf", "WITHSCORES", "LIMIT", offset, page.limit + 16));
+      if (batch.length === 0) break;
+      offset += batch.length / 2;
+      for (let i = 0; i < batch.length && found.length < page.limit; i += 2) {
+        const threadId = batch[i]!;
+        const position = { at: Number(batch[i + 1]), threadId };
+        if (!isAfter(position, page.after)) continue;
+        let record: ThreadRecord | undefined;
+        try {
+          record = await this.load(threadId);
+        } catch {
+          continue; // unreadable now: neither listed nor forgotten
+        }
+        if (record !== undefined && record.owner === owner && activityOf(record).at === position.at) {
+          found.push(record);
+        } else if (record === undefined || record.owner !== owner) {
+          await this.timed("owned_threads", () => this.client.zrem(key, threadId));
+          offset--; // the entries after it moved up by one
+        }
+      }
+    }
+    return found;
+  }
+
   async acquireLease(threadId: string, ownerId: string, ttlMs: number): Promise<{ token: string } | { heldBy: string }> {
     if (typeof ownerId !== "string" || ownerId === "") throw new TypeError("ownerId must be a non-empty string");
     checkTtl(ttlMs);
@@ -200,6 +241,7 @@ export class RedisThreadStore implements SharedThreadStore {
       const [status, value] = (await this.script("aguiSaveVersioned", keys, [expected, text, fence ?? ""])) as [number, number?];
       switch (status) {
         case 1:
+          if (record.owner !== undefined) await this.client.zadd(this.ownerKey(record.owner), activityOf(record).at, threadId);
           return Number(value);
         case 0:
           throw new StaleRecordError(`thread ${threadId} is at version ${value}, not ${expected}`);

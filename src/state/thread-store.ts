@@ -52,6 +52,11 @@ export interface ThreadRecord {
   contextId: string;
   cwd: string;
   userId: string | null;
+  /** The verified user who created the thread (absent: created without a user, by the trusted caller or without auth). */
+  owner?: string;
+  /** ISO-8601 UTC, owned threads only: when the thread was created and when a run was last admitted on it. */
+  createdAt?: string;
+  lastActiveAt?: string;
   iacCodeSessionId: string | null;
   execution: ExecutionRecord;
   /**
@@ -80,8 +85,25 @@ export interface ThreadStore {
   remove?(threadId: string): Promise<void>;
   /** Every stored thread's id (start-up recovery); unreadable records are skipped. */
   threadIds?(): Promise<string[]>;
+  /**
+   * An owner's threads, most recently active first, after `page.after` (src/state/owned-threads.ts); without it the
+   * repository scans threadIds(). Stores with many threads keep an index per owner.
+   */
+  ownedThreads?(owner: string, page: OwnedPage): Promise<ThreadRecord[]>;
   /** True when other replicas read and write the same records (see SharedThreadStore). */
   readonly shared?: boolean;
+}
+
+/** Where a page of an owner's threads starts, and how long it is. */
+export interface OwnedPage {
+  after?: ActivityCursor;
+  limit: number;
+}
+
+/** A position in the most-recently-active-first order: a thread's last activity (ms) and id. */
+export interface ActivityCursor {
+  at: number;
+  threadId: string;
 }
 
 /** A compare-and-set lost: the record changed since it was read. Reload, re-decide, retry. */

@@ -57,6 +57,9 @@ const storedRecord = z.strictObject({
   contextId: nonEmptyString,
   cwd: nonEmptyString,
   userId: z.string().nullable(),
+  owner: nonEmptyString.max(1024).optional(),
+  createdAt: z.iso.datetime({ offset: true }).optional(),
+  lastActiveAt: z.iso.datetime({ offset: true }).optional(),
   iacCodeSessionId: z.string().nullable(),
   execution: storedExecution,
   // A list of {runId, digest}, oldest first; files written before it was a list hold a runId → digest object.
@@ -100,6 +103,9 @@ export function parseThreadRecord(json: unknown, threadId: string): ThreadRecord
     contextId: stored.contextId,
     cwd: stored.cwd,
     userId: stored.userId,
+    ...(stored.owner !== undefined && { owner: stored.owner }),
+    ...(stored.createdAt !== undefined && { createdAt: stored.createdAt }),
+    ...(stored.lastActiveAt !== undefined && { lastActiveAt: stored.lastActiveAt }),
     iacCodeSessionId: stored.iacCodeSessionId,
     execution: {
       ...execution,

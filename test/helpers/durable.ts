@@ -276,7 +276,8 @@ export interface CliGateway {
 }
 
 /** Spawns `node dist/src/cli.js <args>` and waits for its "listening on <url>" line (at most `timeoutMs`). */
-export function startCli(args: string[], env: Record<string, string>, timeoutMs = 10_000): Promise<CliGateway> {
+// The bound is for a process that never comes up: on a loaded machine a start (node, imports, the listen) takes seconds.
+export function startCli(args: string[], env: Record<string, string>, timeoutMs = 30_000): Promise<CliGateway> {
   const child = spawn(process.execPath, [CLI_PATH, ...args], {
     cwd: REPO,
     env: { ...process.env, ...env },

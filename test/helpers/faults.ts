@@ -34,6 +34,11 @@ export { silentLogger } from "./logger.js";
 /** Every code a pre-SSE JSON envelope may carry (seeds' table + the HTTP layer's own). */
 export const ENVELOPE_CODES: ReadonlySet<string> = new Set([
   "UNAUTHORIZED",
+  "USER_ID_MISMATCH",
+  "AUTH_UNAVAILABLE",
+  "REQUEST_HEADERS_TOO_LARGE",
+  "USER_RUN_LIMIT",
+  "USER_RATE_LIMITED",
   "UNSUPPORTED_MEDIA_TYPE",
   "REQUEST_TOO_LARGE",
   "INVALID_JSON",
