@@ -43,10 +43,18 @@ async function isExecutable(path: string): Promise<boolean> {
 }
 
 async function bundledVersion(): Promise<string> {
-  // The package exports no ./package.json; its entry point is <package>/build/index.js.
-  const entry = createRequire(import.meta.url).resolve("@sparticuz/chromium");
-  const manifest = JSON.parse(await readFile(join(dirname(entry), "..", "package.json"), "utf8")) as { version: string };
-  return manifest.version;
+  // The package exports no ./package.json, and its entry point sits a version-dependent depth below the package
+  // (build/index.js, build/esm/index.js): the manifest is the nearest package.json above it that names the package.
+  let dir = dirname(createRequire(import.meta.url).resolve("@sparticuz/chromium"));
+  for (;;) {
+    const file = join(dir, "package.json");
+    if (existsSync(file)) {
+      const manifest = JSON.parse(await readFile(file, "utf8")) as { name?: string; version: string };
+      if (manifest.name === "@sparticuz/chromium") return manifest.version;
+    }
+    if (dirname(dir) === dir) throw new Error("@sparticuz/chromium: no package.json above its entry point");
+    dir = dirname(dir);
+  }
 }
 
 /**
