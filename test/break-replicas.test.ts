@@ -1,0 +1,119 @@
+// Outsider checks on two gateway processes sharing one Redis: the next request right after a terminal event read
+// from one replica is admitted by the other, whatever ended the run; a refused POST / leaves no lease behind.
+import { randomUUID } from "node:crypto";
+import type { RunAgentInput } from "@ag-ui/client";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { threadFileStem } from "../src/state/thread-key.js";
+import { streamProblems } from "./helpers/checks.js";
+import { allowOnce, interruptsOf, postCancel, resumeInput } from "./helpers/durable.js";
+import { postRaw, sessionEventOf } from "./helpers/e2e.js";
+import { finishRun, postRun, startReplicas, type Posted, type Replicas } from "./helpers/replicas.js";
+import { isTerminal, type WireEvent } from "./helpers/sse.js";
+
+let replicas: Replicas;
+let redis: Redis;
+
+beforeAll(async () => {
+  replicas = await startReplicas();
+  redis = new Redis(replicas.redis.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  await redis.connect();
+}, 120_000);
+
+afterAll(async () => {
+  redis?.disconnect();
+  await replicas?.close();
+});
+
+async function toTerminal(posted: Posted): Promise<WireEvent[]> {
+  expect(posted.status, JSON.stringify(posted.json)).toBe(200);
+  expect(await posted.live!.until(isTerminal), "a terminal event").toBeDefined();
+  expect(streamProblems(posted.live!.events)).toEqual([]);
+  return posted.live!.events;
+}
+
+async function nextTurnAdmittedOn(url: string, input: RunAgentInput, extra: Partial<RunAgentInput> = {}): Promise<WireEvent[]> {
+  const next = await postRun(url, { ...input, runId: randomUUID(), messages: [{ id: randomUUID(), role: "user", content: "hello again" }], ...extra });
+  expect(next.status === 200 ? "admitted" : next.json?.error?.code).toBe("admitted");
+  return finishRun(next);
+}
+
+const leaseOf = (threadId: string) => redis.get(`agui-gateway:lease:${threadFileStem(threadId)}`);
+
+describe("the next request on the other replica right after a terminal event", () => {
+  it("a run on A cancelled through B (relayed): the next turn on B, 5 rounds", async () => {
+    for (let round = 0; round < 5; round++) {
+      const input = replicas.input({ prompt: "slow count" });
+      const posted = await postRun(replicas.a.url, input);
+      expect(posted.status).toBe(200);
+      await posted.live!.until((e) => e.type === "CUSTOM" && e["name"] === "iac-code.session.v1");
+      const executionId = sessionEventOf(posted.live!.events)["executionId"] as string;
+      const cancelled = await postCancel(replicas.b.url, executionId, { threadId: input.threadId, rosInvocationId: "invocation-1" });
+      expect(cancelled.json).toMatchObject({ status: "cancelled" });
+      expect((await toTerminal(posted)).at(-1)?.type).toBe("RUN_ERROR");
+      await nextTurnAdmittedOn(replicas.b.url, input);
+    }
+  });
+
+  it("AG-UI 1.0: parked on A, re-shown on B, answered on A at once under the re-show's run id, next turn on B", async () => {
+    for (let round = 0; round < 3; round++) {
+      const input = { ...replicas.input({ prompt: "deploy the stack" }), protocolVersion: "1.0" };
+      const [interrupt] = interruptsOf(await toTerminal(await postRun(replicas.a.url, input)));
+      const reshowRunId = randomUUID();
+      const reshown = interruptsOf(
+        await toTerminal(await postRun(replicas.b.url, { ...input, runId: reshowRunId, messages: [...input.messages, { id: randomUUID(), role: "user", content: "again?" }] })),
+      );
+      expect(reshown.map((i) => i.id)).toEqual([interrupt!.id]);
+      const answered = await toTerminal(await postRun(replicas.a.url, resumeInput(input, [allowOnce(interrupt!.id)], { runId: reshowRunId })));
+      expect(answered.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
+      await nextTurnAdmittedOn(replicas.b.url, input);
+    }
+  });
+
+  it("two answers at once, one to each replica: exactly one applies, and the thread is free after", async () => {
+    for (let round = 0; round < 3; round++) {
+      const input = replicas.input({ prompt: "deploy the stack" });
+      const [interrupt] = interruptsOf(await toTerminal(await postRun(replicas.a.url, input)));
+      const posted = await Promise.all([
+        postRun(replicas.a.url, resumeInput(input, [allowOnce(interrupt!.id)])),
+        postRun(replicas.b.url, resumeInput(input, [allowOnce(interrupt!.id)])),
+      ]);
+      const outcomes: string[] = [];
+      for (const p of posted) {
+        if (p.status !== 200) {
+          outcomes.push(`refused:${p.json.error.code}`);
+          continue;
+        }
+        const last = (await toTerminal(p)).at(-1)!;
+        outcomes.push(last.type === "RUN_FINISHED" ? `finished:${(last["outcome"] as { type: string }).type}` : `error:${String(last["code"])}`);
+      }
+      expect(outcomes.filter((o) => o === "finished:success"), outcomes.join(", ")).toHaveLength(1);
+      await nextTurnAdmittedOn(replicas.a.url, input);
+    }
+  });
+});
+
+describe("a refused POST / on a shared store", () => {
+  it("leaves no lease on the thread, whatever the refusal", async () => {
+    const input = replicas.input({ prompt: "deploy the stack" });
+    const [interrupt] = interruptsOf(await toTerminal(await postRun(replicas.a.url, input)));
+    expect(await leaseOf(input.threadId), "a parked thread is not held").toBeNull();
+    const refusals: [unknown, string][] = [
+      [input, "DUPLICATE_RUN_ID"],
+      [{ ...input, runId: randomUUID(), messages: [{ id: randomUUID(), role: "user", content: "a turn" }] }, "RESUME_REQUIRED"],
+      [{ ...resumeInput(input, [allowOnce(interrupt!.id)]), forwardedProps: { iacCode: { schemaVersion: 1, rosInvocationId: "other", cwd: replicas.workspace } } }, "EXECUTION_LOST"],
+      [resumeInput(replicas.input(), [allowOnce("nobody")]), "EXECUTION_LOST"],
+    ];
+    for (const [body, code] of refusals) {
+      for (const url of [replicas.a.url, replicas.b.url]) {
+        const reply = await postRaw(url, JSON.stringify(body), { "Content-Type": "application/json" });
+        expect(reply.status, reply.text).toBeGreaterThanOrEqual(400);
+        expect(JSON.parse(reply.text).error.code, reply.text).toBe(code);
+        expect(await leaseOf((body as RunAgentInput).threadId), `no lease after ${code}`).toBeNull();
+      }
+    }
+    // And the interrupt is still answerable at once.
+    const answered = await toTerminal(await postRun(replicas.b.url, resumeInput(input, [allowOnce(interrupt!.id)])));
+    expect(answered.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
+  });
+});
