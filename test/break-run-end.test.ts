@@ -3,6 +3,7 @@
 import { randomUUID } from "node:crypto";
 import type { RunAgentInput } from "@ag-ui/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { demoSessionId } from "../src/demo/index.js";
 import { streamProblems } from "./helpers/checks.js";
 import { allowOnce, demoScript, interruptsOf, postCancel, resumeInput, startDurableStack, type DurableStack } from "./helpers/durable.js";
 import { frame, promptOf, sessionEventOf, slowTurn } from "./helpers/e2e.js";
@@ -16,8 +17,8 @@ beforeAll(async () => {
   stack = await startDurableStack({
     script: (turn) => {
       const prompt = promptOf(turn);
-      if (prompt.startsWith("slow")) return slowTurn(`session-${turn.contextId}`);
-      if (prompt.startsWith("fail")) return [frame.working({ sessionId: `session-${turn.contextId}` }), frame.status("TASK_STATE_FAILED", { text: "boom" })];
+      if (prompt.startsWith("slow")) return slowTurn(demoSessionId(turn.contextId));
+      if (prompt.startsWith("fail")) return [frame.working({ sessionId: demoSessionId(turn.contextId) }), frame.status("TASK_STATE_FAILED", { text: "boom" })];
       return demo(turn);
     },
   });
@@ -40,7 +41,9 @@ async function toTerminal(posted: Awaited<ReturnType<typeof postRun>>): Promise<
 async function nextTurnIsAdmitted(input: RunAgentInput, overrides: Partial<RunAgentInput> = {}): Promise<WireEvent[]> {
   const next = await postRun(stack.gateway.url, { ...input, runId: randomUUID(), messages: [{ id: randomUUID(), role: "user", content: "hello again" }], ...overrides });
   expect(next.status === 200 ? "admitted" : next.json?.error?.code).toBe("admitted");
-  return finishRun(next);
+  const events = await finishRun(next);
+  expect(events.at(-1), JSON.stringify(events.at(-1))).toMatchObject({ type: "RUN_FINISHED" });
+  return events;
 }
 
 describe("the next request right after a terminal event", () => {
