@@ -117,3 +117,34 @@ describe("a refused POST / on a shared store", () => {
     expect(answered.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
   });
 });
+
+describe("a refused POST / on a thread whose replica died mid-run (shared store)", () => {
+  it("is refused without a kernel call or a record write: the orphan is left to the next admitted request", async () => {
+    const doomed = await replicas.spawn();
+    const input = replicas.input({ prompt: "slow count" });
+    const posted = await postRun(doomed.url, input);
+    expect(posted.status).toBe(200);
+    await posted.live!.until((e) => e.type === "CUSTOM" && e["name"] === "iac-code.session.v1");
+    await doomed.kill("SIGKILL");
+    await posted.live!.rest();
+    // Wait (bounded) for the dead replica's lease to lapse: from now on any replica may claim the thread.
+    const deadline = Date.now() + 10_000;
+    while ((await leaseOf(input.threadId)) !== null && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await leaseOf(input.threadId)).toBeNull();
+
+    const recordKey = `agui-gateway:thread:${threadFileStem(input.threadId)}`;
+    const before = await redis.hgetall(recordKey);
+    expect(Object.keys(before).length, "the thread's record is in Redis").toBeGreaterThan(0);
+    const cancels = replicas.kernel.cancelled.length;
+    const calls = replicas.kernel.requests.length;
+    // The very body of the run that was going on: a replay.
+    const replay = await postRaw(replicas.b.url, JSON.stringify(input), { "Content-Type": "application/json" });
+    expect(replay.status, replay.text).toBe(409);
+    expect(JSON.parse(replay.text).error.code).toBe("DUPLICATE_RUN_ID");
+    expect({
+      kernelCalls: replicas.kernel.requests.slice(calls).map((r) => r.method),
+      cancels: replicas.kernel.cancelled.length - cancels,
+      recordChanged: JSON.stringify(await redis.hgetall(recordKey)) !== JSON.stringify(before),
+    }).toEqual({ kernelCalls: [], cancels: 0, recordChanged: false });
+  }, 30_000);
+});
