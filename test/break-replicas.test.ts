@@ -148,3 +148,19 @@ describe("a refused POST / on a thread whose replica died mid-run (shared store)
     }).toEqual({ kernelCalls: [], cancels: 0, recordChanged: false });
   }, 30_000);
 });
+
+describe("a resume refused for its payload on one replica", () => {
+  it("leaves the interrupted run's id to the corrected retry on the other, sent at once", async () => {
+    for (let round = 0; round < 3; round++) {
+      const input = replicas.input({ prompt: "deploy the stack" });
+      const [interrupt] = interruptsOf(await toTerminal(await postRun(replicas.a.url, input)));
+      const mistyped = await toTerminal(
+        await postRun(replicas.a.url, resumeInput(input, [{ interruptId: interrupt!.id, status: "resolved", payload: { decision: "maybe" } }], { runId: input.runId })),
+      );
+      expect(mistyped.at(-1)).toMatchObject({ type: "RUN_ERROR", code: "RESUME_PAYLOAD_INVALID" });
+      const corrected = await postRun(replicas.b.url, resumeInput(input, [allowOnce(interrupt!.id)], { runId: input.runId }));
+      expect(corrected.status === 200 ? "admitted" : corrected.json?.error?.code).toBe("admitted");
+      expect((await toTerminal(corrected)).at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
+    }
+  });
+});
