@@ -1,14 +1,15 @@
 // Outsider checks of "a refused POST / leaves no trace" with workspaces the refusals test does not try: symlinks,
 // `..`, relative paths, very long names, a file. Nothing may be created, written or called for a refusal.
 import { createHash } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { RunAgentInput } from "@ag-ui/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDurableStack, type DurableStack } from "./helpers/durable.js";
+import { interruptsOf, resumeInput, startDurableStack, type DurableStack } from "./helpers/durable.js";
 import { postRaw } from "./helpers/e2e.js";
+import { finishRun, postRun } from "./helpers/replicas.js";
 
 let stack: DurableStack;
 let outside: string;
@@ -124,10 +125,26 @@ describe("odd workspaces are refused without a trace", () => {
     expect(snapshot(stack.root)).toEqual(disk);
   });
 
-  it("a workspace below a directory the gateway can read but the missing part of which cannot be made", async () => {
-    // /proc is not below the root: kept as a control for the outside-roots check on a pseudo filesystem.
+  it("`..` from a real directory below the root out to /proc", async () => {
     const parent = path.join(stack.root, `proc-${++fresh}`);
     mkdirSync(parent);
     await refusedWithoutTrace(path.join(parent, "..", "..", "..", "proc", "self", "new"));
+  });
+});
+
+describe("a resume refused for its payload", () => {
+  it("does not re-create the thread's deleted workspace, and sends the kernel nothing that changes the task", async () => {
+    const cwd = path.join(stack.root, `parked-${++fresh}`);
+    const input = withCwd(stack.input({ prompt: "deploy the stack" }), cwd);
+    const [interrupt] = interruptsOf(await finishRun(await postRun(stack.gateway.url, input)));
+    rmSync(cwd, { recursive: true });
+    const calls = stack.upstream.requests.length;
+    const refused = await finishRun(
+      await postRun(stack.gateway.url, resumeInput(input, [{ interruptId: interrupt!.id, status: "resolved", payload: { decision: "maybe" } }])),
+    );
+    expect(refused.at(-1)).toMatchObject({ type: "RUN_ERROR", code: "RESUME_PAYLOAD_INVALID" });
+    const methods = stack.upstream.requests.slice(calls).map((r) => r.method);
+    expect(methods.filter((m) => m !== "GetTask"), "no call that changes the task").toEqual([]);
+    expect(existsSync(cwd), "the deleted workspace was created again by a refused resume").toBe(false);
   });
 });
