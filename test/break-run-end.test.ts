@@ -130,6 +130,18 @@ describe("the next request right after a terminal event", () => {
     }
   });
 
+  it("pipeline: the candidate selection answered, then the next turn at once, 5 rounds", async () => {
+    for (let round = 0; round < 5; round++) {
+      const input = stack.input({ prompt: "Create a vswitch in an existing VPC", iacCode: { runMode: "pipeline", pipelineName: "selling" } });
+      const [interrupt] = interruptsOf(await toTerminal(await postRun(stack.gateway.url, input)));
+      const answered = await toTerminal(
+        await postRun(stack.gateway.url, resumeInput(input, [{ interruptId: interrupt!.id, status: "resolved", payload: { selectedId: "0" } }])),
+      );
+      expect(answered.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
+      await nextTurnIsAdmitted(input);
+    }
+  });
+
   it("AG-UI 1.0: a re-shown interrupt answered at once under the re-show's run id, then the next turn", async () => {
     for (let round = 0; round < 5; round++) {
       const input = { ...stack.input({ prompt: "deploy the stack" }), protocolVersion: "1.0" };
