@@ -164,3 +164,34 @@ describe("a resume refused for its payload on one replica", () => {
     }
   });
 });
+
+describe("a run that ends while Redis does not answer", () => {
+  it("ends RUN_ERROR STATE_PERSISTENCE_FAILED, never RUN_FINISHED; the thread is admitted again once Redis answers", async () => {
+    const input = replicas.input({ prompt: "brief slow count" });
+    const posted = await postRun(replicas.a.url, input);
+    expect(posted.status).toBe(200);
+    await posted.live!.until((e) => e.type === "TEXT_MESSAGE_CONTENT");
+    replicas.redis.pause();
+    let events: WireEvent[];
+    try {
+      events = await toTerminal(posted);
+    } finally {
+      replicas.redis.resume();
+    }
+    expect(events.at(-1), JSON.stringify(events.at(-1))).toMatchObject({ type: "RUN_ERROR", code: "STATE_PERSISTENCE_FAILED" });
+    let last: unknown;
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      // Same script as the first turn (same iac-code session id).
+      const next = await postRun(replicas.b.url, { ...input, runId: randomUUID(), messages: [{ id: randomUUID(), role: "user", content: "brief slow again" }] });
+      if (next.status === 200) {
+        const ended = (await finishRun(next)).at(-1);
+        expect(ended, JSON.stringify(ended)).toMatchObject({ type: "RUN_FINISHED" });
+        break;
+      }
+      last = next.json;
+      expect(Date.now() < deadline, JSON.stringify(last)).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }, 40_000);
+});
