@@ -1,0 +1,150 @@
+// Outsider checks of "a refused POST / leaves no trace" with workspaces the refusals test does not try: symlinks,
+// `..`, relative paths, very long names, a file. Nothing may be created, written or called for a refusal.
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { RunAgentInput } from "@ag-ui/client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { interruptsOf, resumeInput, startDurableStack, type DurableStack } from "./helpers/durable.js";
+import { postRaw } from "./helpers/e2e.js";
+import { finishRun, postRun } from "./helpers/replicas.js";
+
+let stack: DurableStack;
+let outside: string;
+let fresh = 0;
+
+beforeAll(async () => {
+  stack = await startDurableStack();
+  outside = await mkdtemp(path.join(tmpdir(), "agui-outside-"));
+});
+
+afterAll(async () => {
+  await stack?.close();
+  if (outside) await rm(outside, { recursive: true, force: true });
+});
+
+function snapshot(dir: string): Record<string, string> {
+  const seen: Record<string, string> = {};
+  const walk = (at: string) => {
+    for (const entry of readdirSync(at, { withFileTypes: true })) {
+      const full = path.join(at, entry.name);
+      if (entry.isDirectory()) {
+        seen[full] = "dir";
+        walk(full);
+      } else if (entry.isSymbolicLink()) seen[full] = "link";
+      else seen[full] = createHash("sha256").update(readFileSync(full)).digest("hex");
+    }
+  };
+  walk(dir);
+  return seen;
+}
+
+function withCwd(input: RunAgentInput, cwd: string): RunAgentInput {
+  const props = input.forwardedProps as { iacCode: Record<string, unknown> };
+  return { ...input, forwardedProps: { ...props, iacCode: { ...props.iacCode, cwd } } };
+}
+
+/** POSTs a turn naming `cwd`; expects a 400 INVALID_INPUT on field cwd and nothing changed on disk or upstream. */
+async function refusedWithoutTrace(cwd: string): Promise<void> {
+  const disk = { root: snapshot(stack.root), outside: snapshot(outside) };
+  const calls = stack.upstream.requests.length;
+  const reply = await postRaw(stack.gateway.url, JSON.stringify(withCwd(stack.input(), cwd)), { "Content-Type": "application/json" });
+  expect(reply.status, reply.text).toBe(400);
+  expect(JSON.parse(reply.text).error.code).toBe("INVALID_INPUT");
+  expect({ root: snapshot(stack.root), outside: snapshot(outside) }, `nothing created for cwd ${cwd.slice(0, 120)}…`).toEqual(disk);
+  expect(stack.upstream.requests.slice(calls).map((r) => r.method), "no kernel call").toEqual([]);
+}
+
+describe("odd workspaces are refused without a trace", () => {
+  it("a symlink inside the root that leads outside, with a missing tail", async () => {
+    const link = path.join(stack.root, `escape-${++fresh}`);
+    symlinkSync(outside, link);
+    await refusedWithoutTrace(path.join(link, "new", "deeper"));
+    await refusedWithoutTrace(link);
+  });
+
+  it("a dangling symlink inside the root that points outside", async () => {
+    const link = path.join(stack.root, `dangling-${++fresh}`);
+    symlinkSync(path.join(outside, "not-yet"), link);
+    await refusedWithoutTrace(path.join(link, "ws"));
+  });
+
+  it("`..` that climbs out of the root, relative paths, ~", async () => {
+    await refusedWithoutTrace(path.join(stack.root, "..", path.basename(outside), "climbed"));
+    await refusedWithoutTrace(`${stack.root}/new-${++fresh}/../../${path.basename(outside)}/x`);
+    await refusedWithoutTrace("relative/ws");
+    await refusedWithoutTrace("./ws");
+    await refusedWithoutTrace("~/ws");
+  });
+
+  it("a file where a directory is wanted, and a file on the way", async () => {
+    const file = path.join(stack.root, `file-${++fresh}`);
+    writeFileSync(file, "x");
+    await refusedWithoutTrace(file);
+    await refusedWithoutTrace(path.join(file, "below"));
+  });
+
+  it("a whole path longer than PATH_MAX", async () => {
+    const parts = Array.from({ length: 30 }, (_, i) => `${"p".repeat(150)}${i}`);
+    await refusedWithoutTrace(path.join(stack.root, `long-${++fresh}`, ...parts));
+  });
+
+  it("a name longer than NAME_MAX below a missing directory: refused, and the missing directory is not created", async () => {
+    const parent = path.join(stack.root, `namemax-${++fresh}`);
+    await refusedWithoutTrace(path.join(parent, "n".repeat(300)));
+  });
+
+  it("a name longer than NAME_MAX below several missing directories", async () => {
+    await refusedWithoutTrace(path.join(stack.root, `deep-${++fresh}`, "a", "b", "c", "x".repeat(256)));
+  });
+
+  it("a loop of symlinks", async () => {
+    const a = path.join(stack.root, `loop-a-${++fresh}`);
+    const b = path.join(stack.root, `loop-b-${fresh}`);
+    symlinkSync(b, a);
+    symlinkSync(a, b);
+    await refusedWithoutTrace(path.join(a, "ws"));
+  });
+
+  it("a NUL byte, and a workspace that is not a string", async () => {
+    await refusedWithoutTrace(`${stack.root}/nul\u0000ws`);
+    const disk = snapshot(stack.root);
+    const input = stack.input();
+    const props = input.forwardedProps as { iacCode: Record<string, unknown> };
+    for (const cwd of [42, null, ["/tmp"], { path: stack.workspace }]) {
+      const reply = await postRaw(
+        stack.gateway.url,
+        JSON.stringify({ ...input, forwardedProps: { ...props, iacCode: { ...props.iacCode, cwd } } }),
+        { "Content-Type": "application/json" },
+      );
+      expect(reply.status, reply.text).toBe(400);
+      expect(JSON.parse(reply.text).error.code).toBe("INVALID_INPUT");
+    }
+    expect(snapshot(stack.root)).toEqual(disk);
+  });
+
+  it("`..` from a real directory below the root out to /proc", async () => {
+    const parent = path.join(stack.root, `proc-${++fresh}`);
+    mkdirSync(parent);
+    await refusedWithoutTrace(path.join(parent, "..", "..", "..", "proc", "self", "new"));
+  });
+});
+
+describe("a resume refused for its payload", () => {
+  it("does not re-create the thread's deleted workspace, and sends the kernel nothing that changes the task", async () => {
+    const cwd = path.join(stack.root, `parked-${++fresh}`);
+    const input = withCwd(stack.input({ prompt: "deploy the stack" }), cwd);
+    const [interrupt] = interruptsOf(await finishRun(await postRun(stack.gateway.url, input)));
+    rmSync(cwd, { recursive: true });
+    const calls = stack.upstream.requests.length;
+    const refused = await finishRun(
+      await postRun(stack.gateway.url, resumeInput(input, [{ interruptId: interrupt!.id, status: "resolved", payload: { decision: "maybe" } }])),
+    );
+    expect(refused.at(-1)).toMatchObject({ type: "RUN_ERROR", code: "RESUME_PAYLOAD_INVALID" });
+    const methods = stack.upstream.requests.slice(calls).map((r) => r.method);
+    expect(methods.filter((m) => m !== "GetTask"), "no call that changes the task").toEqual([]);
+    expect(existsSync(cwd), "the deleted workspace was created again by a refused resume").toBe(false);
+  });
+});
