@@ -46,6 +46,9 @@ export interface CheckedWorkspace {
   roots: readonly string[];
 }
 
+/** The longest name (one path component) Linux file systems take, in bytes. */
+const NAME_MAX_BYTES = 255;
+
 /** Resolve and check a workspace, creating nothing. Throws InputError (field forwardedProps.iacCode.cwd, no reason). */
 export async function checkCwd(raw: string, allowedRoots: readonly string[]): Promise<CheckedWorkspace> {
   // No ~ or $VAR expansion: "~/ws" is simply not absolute.
@@ -55,6 +58,8 @@ export async function checkCwd(raw: string, allowedRoots: readonly string[]): Pr
   const roots = await realRoots(allowedRoots);
   const resolved = await physicalPath(path.resolve(raw));
   if (!isUnderAny(resolved, roots)) throw cwdError(B.cwdOutsideRoots);
+  // A name no file system takes is refused here, not by a mkdir halfway down the path.
+  if (resolved.split(path.sep).some((name) => Buffer.byteLength(name) > NAME_MAX_BYTES)) throw cwdError(B.cwdCannotCreate);
 
   let existing;
   try {
@@ -83,9 +88,13 @@ export async function prepareWorkspace(workspace: CheckedWorkspace): Promise<Pre
   try {
     real = await realpath(workspace.path);
   } catch {
+    await unprepareWorkspace({ path: workspace.path, created });
     throw cwdError(B.cwdInvalid);
   }
-  if (!isUnderAny(real, workspace.roots)) throw cwdError(B.cwdOutsideRoots);
+  if (!isUnderAny(real, workspace.roots)) {
+    await unprepareWorkspace({ path: workspace.path, created });
+    throw cwdError(B.cwdOutsideRoots);
+  }
   return { path: real, created };
 }
 
@@ -108,16 +117,22 @@ async function mkdirParents(target: string): Promise<string[]> {
   const { root } = path.parse(target);
   const created: string[] = [];
   let current = root;
-  for (const component of target.slice(root.length).split(path.sep).filter(Boolean)) {
-    current = path.join(current, component);
-    try {
-      await mkdir(current, { mode: 0o700 });
-      created.push(current);
-    } catch (error) {
-      if (errnoCode(error) !== "EEXIST") throw cwdError(B.cwdCannotCreate);
-      const isDirectory = await stat(current).then((info) => info.isDirectory(), () => false);
-      if (!isDirectory) throw cwdError(B.cwdCannotCreate);
+  try {
+    for (const component of target.slice(root.length).split(path.sep).filter(Boolean)) {
+      current = path.join(current, component);
+      try {
+        await mkdir(current, { mode: 0o700 });
+        created.push(current);
+      } catch (error) {
+        if (errnoCode(error) !== "EEXIST") throw cwdError(B.cwdCannotCreate);
+        const isDirectory = await stat(current).then((info) => info.isDirectory(), () => false);
+        if (!isDirectory) throw cwdError(B.cwdCannotCreate);
+      }
     }
+  } catch (error) {
+    // A workspace that cannot be made leaves none of its parents behind.
+    await unprepareWorkspace({ path: target, created });
+    throw error;
   }
   return created;
 }
