@@ -84,7 +84,17 @@ describe("a resume that cancels the task (a prompt answered cancelled) on a disk
     const next = await postRun(stack.gateway.url, { ...broken.input, runId: randomUUID(), messages: [{ id: randomUUID(), role: "user", content: "disk is back" }] });
     const nextOutcome = next.status === 200 ? "admitted" : next.json?.error?.code;
     if (next.status === 200) await finishRun(next);
-    // Either the client was told the end is not durable, or the end is durable and the next turn is admitted.
-    expect({ terminal: broken.events.at(-1)?.["code"], nextTurn: nextOutcome }).toEqual({ terminal: "STATE_PERSISTENCE_FAILED", nextTurn: "admitted" });
+    // Either the end is durable and the next turn is admitted, or the client was told it is not (fail closed) and the
+    // stale interrupt it then meets is answered with EXECUTION_LOST, which frees the thread.
+    if (nextOutcome !== "admitted") {
+      expect(broken.events.at(-1)).toMatchObject({ type: "RUN_ERROR", code: "STATE_PERSISTENCE_FAILED" });
+      expect(nextOutcome).toBe("RESUME_REQUIRED");
+      const stale = (next.json.error.interrupts as { id: string }[])[0]!;
+      const answered = await finishRun(await postRun(stack.gateway.url, resumeInput(broken.input, [{ interruptId: stale.id, status: "cancelled" }])));
+      expect(answered.at(-1)).toMatchObject({ type: "RUN_ERROR", code: "EXECUTION_LOST" });
+      const after = await postRun(stack.gateway.url, { ...broken.input, runId: randomUUID(), messages: [{ id: randomUUID(), role: "user", content: "and now" }] });
+      expect(after.status).toBe(200);
+      await finishRun(after);
+    }
   });
 });

@@ -6,6 +6,7 @@ import { RunError, type A2AStreamResponse, type A2ATask } from "../../operators/
 import { buildIacCodeMetadata, buildUserMessage, type PacedUpstream } from "../a2a/index.js";
 import { answerRejected, isTaskAlreadyTerminal, isTaskNotFound, toRunError } from "../a2a/error-mapping.js";
 import type { ThreadRecord } from "../state/thread-store.js";
+import { prepareWorkspace } from "./cwd.js";
 import { encodeAnswer, planResume, type PlannedAnswer, type ResumePlan } from "./resume.js";
 import { cancelTask, type RunDeps } from "./run-context.js";
 import type { RunSession } from "./run-session.js";
@@ -30,16 +31,18 @@ export async function prepareResume(deps: RunDeps, session: RunSession): Promise
     const plan = planned.plan.kind === "apply" ? encodable(planned.plan, record) : planned.plan;
     await session.commitNow(reconcilePending(planned.pending, planned.recovered, window), "state.interruptCommitFailed");
     if (plan.kind === "refused") throw plan.error;
+    if (plan.kind === "apply") await prepareWorkspace(ticket.workspace);
     const recovery = plan.kind === "apply" ? await pipelineRecovery(deps, session.record) : undefined;
     return { plan, ...(recovery && { recovery }) };
   } catch (error) {
     if (error instanceof ParkedElsewhere || !(error instanceof RunError)) throw error;
+    // What the refusal tells the client must be durable first; a lost write ends the run as a failed write does.
     if ((error.code === "EXECUTION_EXPIRED" || error.code === "EXECUTION_LOST") && taskId !== null) {
       if (error.code === "EXECUTION_EXPIRED") await cancelTask(deps, taskId);
-      await deps.threads.update(ticket.request.threadId, endExecution({ window, clearPending: true })).catch(() => undefined);
+      await session.commitNow(endExecution({ window, clearPending: true }), "state.interruptCommitFailed");
     } else if (error.code !== "STATE_PERSISTENCE_FAILED" && error.code !== "CANCELLED") {
       // Refused before anything reached the kernel: the interrupts still wait, and so may the run that ended at them.
-      await deps.threads.update(ticket.request.threadId, reopenInterruptedRun(ticket.interruptedRunId)).catch(() => undefined);
+      await session.commitNow(reopenInterruptedRun(ticket.interruptedRunId), "state.interruptCommitFailed");
     }
     throw error;
   }
@@ -119,8 +122,7 @@ async function cancelByAnswer(deps: RunDeps, session: RunSession): Promise<never
   } catch (error) {
     if (!isTaskAlreadyTerminal(error)) throw toRunError(error, "A2A_UNAVAILABLE");
   }
-  const ended = endExecution({ window: deps.settings.window, clearPending: true });
-  await deps.threads.update(session.ticket.request.threadId, ended).catch(() => undefined);
+  await session.commitNow(endExecution({ window: deps.settings.window, clearPending: true }), "state.releaseFailed");
   throw new RunError("CANCELLED", messageText("run.cancelledByAnswer"));
 }
 
