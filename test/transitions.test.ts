@@ -170,6 +170,14 @@ describe("admit", () => {
     expect(refusalCode(admit(admitted.record, request({ resume: true, runId: "run-1", digest: DIGEST_A })))).toBe("RUN_ID_CONFLICT");
   });
 
+  it("a resume under the interrupted run's id after its interrupts were cancelled is admitted, to be told EXECUTION_LOST", () => {
+    const cancelled = applied(endExecution({ window: WINDOW, clearPending: true }), parked());
+    expect(cancelled.execution.pending).toEqual({});
+    const admitted = admit(cancelled, request({ resume: true, runId: "run-1", digest: DIGEST_B }));
+    if (isRefusal(admitted)) throw admitted.refused;
+    expect(admitted.kind).toBe("resume");
+  });
+
   it("keeps the run-id window bounded", () => {
     let record: ThreadRecord = idle();
     for (let i = 0; i < 10; i++) {

@@ -53,9 +53,12 @@ export function allExpired(record: ThreadRecord, now: number): boolean {
   return entries.length > 0 && entries.every((e) => e.expiresAt !== undefined && Date.parse(e.expiresAt) <= now);
 }
 
-/** A resume reusing the id of the run that ended at the thread's pending interrupts (DESIGN: more lenient, 2). */
+/**
+ * A resume reusing the id of the run that ended at the thread's interrupts (lenient for CopilotKit's useInterrupt).
+ * Also once they are gone (cancelled meanwhile): that resume is told EXECUTION_LOST, as under any other run id.
+ */
 export function resumesUnderInterruptedRun(record: ThreadRecord, runId: string): boolean {
-  return record.execution.interruptedRunId === runId && hasPending(record);
+  return record.execution.interruptedRunId === runId;
 }
 
 function freshExecution(executionId: string, rosInvocationId: string, lastTaskId: string | null): ExecutionRecord {
