@@ -8,7 +8,7 @@ import { type Caller, callerLogFields } from "./caller.js";
 import { admission } from "./errors.js";
 import type { RunRequest } from "./input.js";
 import { declaresAgui1 } from "./protocol.js";
-import { readRecovered } from "./recovery.js";
+import { abandonedRun, readRecovered, recoveredView } from "./recovery.js";
 import { interruptsOf } from "./resume.js";
 import { cancelTask, type RunDeps } from "./run-context.js";
 import { RunSession, type RunTicket } from "./run-session.js";
@@ -58,7 +58,11 @@ export async function admitRun(deps: RunDeps, candidate: RunCandidate, accepting
 async function admitLocked(deps: RunDeps, thread: LockedThread, candidate: RunCandidate, claimed: boolean): Promise<RunSession> {
   const { request, language } = candidate;
   const { threadId, runId, iacCode } = request;
-  const before = claimed ? await readRecovered(deps, thread) : await thread.read();
+  const stored = await thread.read();
+  // A run left behind by a stopped process is recovered (its task cancelled, its execution ended) only for a request
+  // that is admitted: admission decides on the record as recovery would leave it, and a refusal touches nothing.
+  const abandoned = claimed && stored !== undefined && abandonedRun(deps, stored);
+  const before = abandoned ? recoveredView(deps, stored) : stored;
   const admitted = admit(before, {
     threadId,
     runId,
@@ -77,8 +81,10 @@ async function admitLocked(deps: RunDeps, thread: LockedThread, candidate: RunCa
     interruptsOf: (pending) => interruptsOf(pending, (english, lang) => localize(normalizeLanguage(lang) ?? language, english)),
   });
   if (isRefusal(admitted)) throw admitted.refused;
+  if (abandoned) await readRecovered(deps, thread);
   if (admitted.expiredTaskId !== undefined) void cancelTask(deps, admitted.expiredTaskId);
-  const workspace = await prepareWorkspace(candidate.workspace);
+  // A resume's workspace is made once its answers are to be delivered (prepareResume): a refused answer leaves none.
+  const workspace = admitted.kind === "turn" ? await prepareWorkspace(candidate.workspace) : undefined;
   const requestId = randomUUID();
   const logger = deps.logger.child({ requestId, threadId, runId, ...callerLogFields(candidate.caller) });
   const ticket: RunTicket = {
@@ -92,6 +98,7 @@ async function admitLocked(deps: RunDeps, thread: LockedThread, candidate: RunCa
     requestId,
     logger,
     interruptedRunId: before?.execution.interruptedRunId,
+    workspace: candidate.workspace,
   };
   const session = new RunSession(deps, ticket);
   deps.live.add(session);
@@ -105,7 +112,7 @@ async function admitLocked(deps: RunDeps, thread: LockedThread, candidate: RunCa
     deps.threads.letGo(threadId);
     // The refused request does not consume its run id, nor leave a workspace behind.
     await thread.restore(before);
-    await unprepareWorkspace(workspace);
+    if (workspace) await unprepareWorkspace(workspace);
     logger.warn({ err: error }, "admission write failed");
     throw admission.stateUnavailable();
   }

@@ -3,11 +3,17 @@
 import type { ThreadRecord } from "../state/thread-store.js";
 import { cancelTask, type RunDeps } from "./run-context.js";
 import type { LockedThread } from "./thread-repository.js";
-import { endExecution, hasPending } from "./transitions.js";
+import { endExecution, hasPending, isRefusal } from "./transitions.js";
 
 /** A stored record (no run of this process holds it) whose execution names a task with no interrupt pending. */
-function abandonedRun(deps: RunDeps, record: ThreadRecord): boolean {
+export function abandonedRun(deps: RunDeps, record: ThreadRecord): boolean {
   return record.execution.taskId !== null && !hasPending(record) && !deps.live.has(record.threadId);
+}
+
+/** The record as recovering its abandoned run leaves it (admission decides on it before recovering anything). */
+export function recoveredView(deps: RunDeps, record: ThreadRecord): ThreadRecord {
+  const ended = endExecution({ window: deps.settings.window, clearPending: false })(record);
+  return isRefusal(ended) ? record : ended;
 }
 
 /** Ends an abandoned run found in the store. Resolves with whether there was one. */

@@ -22,6 +22,7 @@ import { localize, messageText, normalizeLanguage, type Language } from "../i18n
 import { recordRun } from "../ops/metrics.js";
 import type { ThreadRecord } from "../state/thread-store.js";
 import type { RunRequest } from "./input.js";
+import type { CheckedWorkspace } from "./cwd.js";
 import { declaresAgui1 } from "./protocol.js";
 import { interruptsOf } from "./resume.js";
 import { appliedBy, plannedFrames, prepareResume } from "./resume-flow.js";
@@ -57,6 +58,8 @@ export interface RunTicket {
   readonly logger: Logger;
   /** The run that had ended at the pending interrupts before this one was admitted (a refused resume gives it back). */
   readonly interruptedRunId: string | undefined;
+  /** The checked workspace; a turn's is made at admission, a resume's once its answers are to be delivered. */
+  readonly workspace: CheckedWorkspace;
 }
 
 export class RunSession {
