@@ -1,7 +1,6 @@
 // Outsider checks of "a refused POST / leaves no trace" with workspaces the refusals test does not try: symlinks,
 // `..`, relative paths, very long names, a file. Nothing may be created, written or called for a refusal.
-import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -10,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { interruptsOf, resumeInput, startDurableStack, type DurableStack } from "./helpers/durable.js";
 import { postRaw } from "./helpers/e2e.js";
 import { finishRun, postRun } from "./helpers/replicas.js";
+import { diskSnapshot } from "./helpers/disk.js";
 
 let stack: DurableStack;
 let outside: string;
@@ -25,22 +25,6 @@ afterAll(async () => {
   if (outside) await rm(outside, { recursive: true, force: true });
 });
 
-function snapshot(dir: string): Record<string, string> {
-  const seen: Record<string, string> = {};
-  const walk = (at: string) => {
-    for (const entry of readdirSync(at, { withFileTypes: true })) {
-      const full = path.join(at, entry.name);
-      if (entry.isDirectory()) {
-        seen[full] = "dir";
-        walk(full);
-      } else if (entry.isSymbolicLink()) seen[full] = "link";
-      else seen[full] = createHash("sha256").update(readFileSync(full)).digest("hex");
-    }
-  };
-  walk(dir);
-  return seen;
-}
-
 function withCwd(input: RunAgentInput, cwd: string): RunAgentInput {
   const props = input.forwardedProps as { iacCode: Record<string, unknown> };
   return { ...input, forwardedProps: { ...props, iacCode: { ...props.iacCode, cwd } } };
@@ -48,12 +32,12 @@ function withCwd(input: RunAgentInput, cwd: string): RunAgentInput {
 
 /** POSTs a turn naming `cwd`; expects a 400 INVALID_INPUT on field cwd and nothing changed on disk or upstream. */
 async function refusedWithoutTrace(cwd: string): Promise<void> {
-  const disk = { root: snapshot(stack.root), outside: snapshot(outside) };
+  const disk = { root: diskSnapshot(stack.root), outside: diskSnapshot(outside) };
   const calls = stack.upstream.requests.length;
   const reply = await postRaw(stack.gateway.url, JSON.stringify(withCwd(stack.input(), cwd)), { "Content-Type": "application/json" });
   expect(reply.status, reply.text).toBe(400);
   expect(JSON.parse(reply.text).error.code).toBe("INVALID_INPUT");
-  expect({ root: snapshot(stack.root), outside: snapshot(outside) }, `nothing created for cwd ${cwd.slice(0, 120)}…`).toEqual(disk);
+  expect({ root: diskSnapshot(stack.root), outside: diskSnapshot(outside) }, `nothing created for cwd ${cwd.slice(0, 120)}…`).toEqual(disk);
   expect(stack.upstream.requests.slice(calls).map((r) => r.method), "no kernel call").toEqual([]);
 }
 
@@ -110,7 +94,7 @@ describe("odd workspaces are refused without a trace", () => {
 
   it("a NUL byte, and a workspace that is not a string", async () => {
     await refusedWithoutTrace(`${stack.root}/nul\u0000ws`);
-    const disk = snapshot(stack.root);
+    const disk = diskSnapshot(stack.root);
     const input = stack.input();
     const props = input.forwardedProps as { iacCode: Record<string, unknown> };
     for (const cwd of [42, null, ["/tmp"], { path: stack.workspace }]) {
@@ -122,7 +106,7 @@ describe("odd workspaces are refused without a trace", () => {
       expect(reply.status, reply.text).toBe(400);
       expect(JSON.parse(reply.text).error.code).toBe("INVALID_INPUT");
     }
-    expect(snapshot(stack.root)).toEqual(disk);
+    expect(diskSnapshot(stack.root)).toEqual(disk);
   });
 
   it("`..` from a real directory below the root out to /proc", async () => {

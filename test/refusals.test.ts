@@ -1,8 +1,7 @@
 // A refused request changes nothing: for each refusal code of POST /, the workspace it names is not created, the
 // state directory holds the same bytes, and the kernel is not called. (Admission decides before it creates the
 // workspace; the http edge only checks it.)
-import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { RunAgentInput } from "@ag-ui/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -10,6 +9,7 @@ import { threadFileStem } from "../src/state/thread-key.js";
 import { allowOnce, demoScript, interruptsOf, resumeInput, startDurableStack, type DurableStack } from "./helpers/durable.js";
 import { postRaw, promptOf, runWithHttpAgent, slowTurn } from "./helpers/e2e.js";
 import { postRun } from "./helpers/replicas.js";
+import { diskSnapshot } from "./helpers/disk.js";
 
 let stack: DurableStack;
 let fresh = 0;
@@ -23,22 +23,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.close();
 });
-
-/** Every file and directory under `dir`, with a digest of each file's bytes. */
-function snapshot(dir: string): Record<string, string> {
-  const seen: Record<string, string> = {};
-  const walk = (at: string) => {
-    for (const entry of readdirSync(at, { withFileTypes: true })) {
-      const full = path.join(at, entry.name);
-      if (entry.isDirectory()) {
-        seen[full] = "dir";
-        walk(full);
-      } else seen[full] = createHash("sha256").update(readFileSync(full)).digest("hex");
-    }
-  };
-  walk(dir);
-  return seen;
-}
 
 /** A workspace below the allowed root that does not exist yet. */
 function missingWorkspace(): string {
@@ -54,12 +38,12 @@ function withCwd(input: RunAgentInput, cwd: string): RunAgentInput {
 
 /** Sends `body` (as JSON unless a string), expects `status`/`code`, and that nothing on disk or upstream changed. */
 async function expectRefusedWithoutTrace(body: unknown, status: number, code: string, headers: Record<string, string> = {}): Promise<void> {
-  const disk = snapshot(stack.root);
+  const disk = diskSnapshot(stack.root);
   const calls = stack.upstream.requests.length;
   const reply = await postRaw(stack.gateway.url, typeof body === "string" ? body : JSON.stringify(body), { "Content-Type": "application/json", ...headers });
   expect(reply.status, reply.text).toBe(status);
   expect(JSON.parse(reply.text).error.code).toBe(code);
-  expect(snapshot(stack.root), "nothing created, written or removed on disk").toEqual(disk);
+  expect(diskSnapshot(stack.root), "nothing created, written or removed on disk").toEqual(disk);
   expect(stack.upstream.requests.slice(calls).map((r) => r.method), "no kernel call").toEqual([]);
 }
 
