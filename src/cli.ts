@@ -11,6 +11,7 @@ import { startScriptedA2AServer, demoScript } from "./demo/index.js";
 import { SERVER_VERSION, createLogger, startGateway } from "./gateway.js";
 import { startManagedKernel } from "./ops/managed-kernel.js";
 import { exampleWorkspace } from "./runs/cwd.js";
+import { tracingWanted } from "./ops/trace.js";
 
 async function main(argv: string[]): Promise<number> {
   let config: GatewayConfig;
@@ -85,6 +86,7 @@ async function main(argv: string[]): Promise<number> {
     headersTimeoutSeconds: config.headersTimeoutSeconds,
     keepAliveTimeoutSeconds: config.keepAliveTimeoutSeconds,
     maxConnections: config.maxConnections,
+    tracing: tracingWanted(config.tracing, process.env),
     onIdle: () => stop(),
     logger,
   });

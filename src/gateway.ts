@@ -15,6 +15,7 @@ import { createSelfCheck } from "./http/self-check.js";
 import { createMetrics, type GatewayMetrics } from "./ops/metrics.js";
 import { startIdleMonitor, type IdleMonitor } from "./ops/idle-monitor.js";
 import { captureUnhandledErrors } from "./ops/unhandled.js";
+import { startTracing } from "./ops/trace.js";
 import { allowedRootsFromEnv, exampleWorkspace } from "./runs/cwd.js";
 import { RunService } from "./runs/service.js";
 import { openStateStore } from "./state/open-store.js";
@@ -61,6 +62,11 @@ export interface GatewayOptions {
   headersTimeoutSeconds?: number;
   keepAliveTimeoutSeconds?: number;
   maxConnections?: number;
+  /**
+   * OpenTelemetry traces over OTLP/HTTP (default off; the CLI turns it on for --tracing or OTEL_EXPORTER_OTLP_ENDPOINT).
+   * The exporter reads the standard OTEL_* variables; `exporterUrl` (…/v1/traces) overrides their endpoint.
+   */
+  tracing?: boolean | { exporterUrl: string };
 }
 
 export interface RunningGateway {
@@ -130,6 +136,12 @@ function prettyLines(out: NodeJS.WritableStream): NodeJS.WritableStream {
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
   const logger = options.logger ?? createLogger();
   const metrics = createMetrics();
+  const tracing = options.tracing;
+  const tracer = await startTracing({
+    enabled: tracing !== undefined && tracing !== false,
+    serviceVersion: SERVER_VERSION,
+    ...(typeof tracing === "object" && { exporterUrl: tracing.exporterUrl }),
+  });
   const a2a = new A2AClient({
     url: options.a2aUrl,
     ...(options.a2aToken !== undefined && { token: options.a2aToken }),
@@ -138,7 +150,10 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     observeLatency: (method, seconds) => metrics.upstreamLatency.observe({ method }, seconds),
   });
   let idle: IdleMonitor | undefined;
-  const state = await openStateStore({ ...options, logger, metrics });
+  const state = await openStateStore({ ...options, logger, metrics }).catch(async (error: unknown) => {
+    await tracer.shutdown();
+    throw error;
+  });
   const runs = new RunService({
     metrics,
     onActivity: () => idle?.touch(),
@@ -148,6 +163,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     ...(options.leaseTtlSeconds !== undefined && { leaseTtlMs: options.leaseTtlSeconds * 1000 }),
     a2a,
     logger,
+    tracer,
     interruptTtlMs: (options.interruptTtlSeconds ?? 540) * 1000,
     heartbeatMs: (options.heartbeatSeconds ?? 15) * 1000,
     ...(options.runIdWindow !== undefined && { runIdWindow: options.runIdWindow }),
@@ -163,6 +179,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     ...(options.authToken !== undefined && { authToken: options.authToken }),
     ...(options.onEvent !== undefined && { onEvent: options.onEvent }),
     metrics,
+    tracer,
     bodyBudgetBytes: (options.bodyBudgetMib ?? 64) * 1024 * 1024,
     bodyTimeoutMs,
     ...(state.health && { stateStore: state.health }),
@@ -193,6 +210,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     server.listen(options.port, options.host, () => resolve());
   }).catch(async (error: unknown) => {
     await state.close();
+    await tracer.shutdown();
     throw error;
   });
   const releaseUnhandled = captureUnhandledErrors({ logger, count: () => metrics.unhandledErrors.inc() });
@@ -211,7 +229,17 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     return n;
   });
   const host = options.host.includes(":") ? `[${options.host}]` : options.host;
-  logger.info({ host: options.host, port, a2aUrl: options.a2aUrl, allowedRoots, ...(options.corsOrigins?.length && { corsOrigins: options.corsOrigins }) }, "gateway listening");
+  logger.info(
+    {
+      host: options.host,
+      port,
+      a2aUrl: options.a2aUrl,
+      allowedRoots,
+      ...(options.corsOrigins?.length && { corsOrigins: options.corsOrigins }),
+      ...(tracer.enabled && { tracing: true }),
+    },
+    "gateway listening",
+  );
   return {
     url: `http://${host}:${port}/`,
     port,
@@ -233,6 +261,8 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       await runs.drain(5_000);
       await a2a.close();
       await state.close();
+      // After the runs' ends: their spans are exported before the process goes.
+      await tracer.shutdown().catch((error: unknown) => logger.warn({ err: error }, "traces could not be exported"));
       releaseUnhandled();
     },
   };

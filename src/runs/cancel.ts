@@ -6,6 +6,7 @@ import { RunError } from "../../operators/index.js";
 import { isTaskAlreadyTerminal, isTaskNotFound, toRunError } from "../a2a/error-mapping.js";
 import { messageText } from "../i18n/index.js";
 import { admission } from "./errors.js";
+import { ATTR, NO_SPAN, type TraceSpan } from "../ops/trace.js";
 import type { RunDeps } from "./run-context.js";
 import { readRecovered } from "./recovery.js";
 import type { LockedThread } from "./thread-repository.js";
@@ -30,14 +31,22 @@ export const RELAYED_CANCEL_TIMEOUT_MS = 10_000;
 /** A thread can change hands while a cancel is relayed; after this many hand-overs the cancel gives up. */
 const CANCEL_ATTEMPTS = 3;
 
-export async function cancelExecution(deps: RunDeps, cancel: CancelRequest): Promise<CancelOutcome> {
+/** `span`: the cancel request's; the kernel's CancelTask and the durable write are its children, the outcome its attribute. */
+export async function cancelExecution(deps: RunDeps, cancel: CancelRequest, span: TraceSpan = NO_SPAN): Promise<CancelOutcome> {
+  span.set({ [ATTR.threadId]: cancel.threadId, [ATTR.executionId]: cancel.executionId });
+  const outcome = await cancelWhereRunning(deps, cancel, span);
+  span.set({ "agui.cancel.outcome": outcome });
+  return outcome;
+}
+
+async function cancelWhereRunning(deps: RunDeps, cancel: CancelRequest, span: TraceSpan): Promise<CancelOutcome> {
   const { threadId } = cancel;
-  if (!deps.threads.shared || deps.live.has(threadId)) return deps.threads.locked(threadId, (thread) => cancelLocked(deps, thread, cancel, false));
+  if (!deps.threads.shared || deps.live.has(threadId)) return deps.threads.locked(threadId, (thread) => cancelLocked(deps, thread, cancel, false, span), span);
   return deps.threads.locked(threadId, async (thread) => {
     for (let attempt = 0; attempt < CANCEL_ATTEMPTS; attempt++) {
       let claim = await deps.threads.claim(threadId);
       // A run of ours was admitted since the check above: it is cancelled here, under the lock we hold.
-      if (!claim.claimed && claim.heldBy === deps.threads.replicaId) return cancelLocked(deps, thread, cancel, false);
+      if (!claim.claimed && claim.heldBy === deps.threads.replicaId) return cancelLocked(deps, thread, cancel, false, span);
       if (!claim.claimed) {
         const relayed = await relayCancel(deps, claim.heldBy, cancel);
         if (relayed !== "gone" && relayed !== "notOwner") return relayed;
@@ -47,13 +56,13 @@ export async function cancelExecution(deps: RunDeps, cancel: CancelRequest): Pro
         if (!claim.claimed) continue;
       }
       try {
-        return await cancelLocked(deps, thread, cancel, true);
+        return await cancelLocked(deps, thread, cancel, true, span);
       } finally {
         await deps.threads.unclaim(threadId);
       }
     }
     throw new RunError("A2A_UNAVAILABLE", messageText("a2a.unavailable"));
-  });
+  }, span);
 }
 
 /** Asks the replica holding the thread to cancel: its outcome, "notOwner", or "gone" (nobody listens, or no answer). */
@@ -90,7 +99,7 @@ export async function answerRelayedCancel(deps: RunDeps, payload: unknown): Prom
  * gone): its task may live in another replica's kernel, and its run is this cancel's to end — recovering it first
  * would cancel it and answer "already_terminal".
  */
-async function cancelLocked(deps: RunDeps, thread: LockedThread, cancel: CancelRequest, claimedHere: boolean): Promise<CancelOutcome> {
+async function cancelLocked(deps: RunDeps, thread: LockedThread, cancel: CancelRequest, claimedHere: boolean, span: TraceSpan = NO_SPAN): Promise<CancelOutcome> {
   const { executionId, threadId, rosInvocationId } = cancel;
   const record = claimedHere ? await thread.read() : await readRecovered(deps, thread);
   if (!record) return "not_found";
@@ -102,7 +111,7 @@ async function cancelLocked(deps: RunDeps, thread: LockedThread, cancel: CancelR
   if (!deps.live.has(threadId) && !hasPending(record) && execution.taskId === null) return "already_terminal";
   if (execution.taskId !== null) {
     try {
-      await deps.kernel.cancelTask(execution.taskId);
+      await deps.kernel.cancelTask(execution.taskId, span);
     } catch (error) {
       if (!isTaskAlreadyTerminal(error) && !(claimedHere && isTaskNotFound(error))) throw toRunError(error, "A2A_UNAVAILABLE");
     }
