@@ -19,7 +19,7 @@ import {
 import type { FlowGate, PacedUpstream } from "../a2a/index.js";
 import { runErrorOf } from "../errors.js";
 import { localize, messageText, normalizeLanguage, type Language } from "../i18n/index.js";
-import { recordRun } from "../ops/metrics.js";
+import { recordRun, runOutcomeOf } from "../ops/metrics.js";
 import { ATTR, type TraceSpan } from "../ops/trace.js";
 import type { ParkedSpan, ThreadRecord } from "../state/thread-store.js";
 import type { RunRequest } from "./input.js";
@@ -416,7 +416,7 @@ function traceRun(ticket: RunTicket, record: ThreadRecord, terminal: AguiEvent |
   const t = terminal as Terminal;
   const usage = t?.usage;
   span.set({
-    [ATTR.outcome]: outcomeOf(t),
+    [ATTR.outcome]: runOutcomeOf(terminal).outcome,
     [ATTR.taskId]: record.execution.taskId ?? record.execution.lastTaskId ?? undefined,
     ...(usage?.length && {
       [ATTR.inputTokens]: usage.reduce((n, u) => n + (u.inputTokens ?? 0), 0),
