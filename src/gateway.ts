@@ -83,6 +83,17 @@ export interface RunningGateway {
 }
 
 export const SERVER_VERSION: string = readPackageVersion();
+/** How long a closing gateway waits for its last spans to reach the collector. */
+const TRACE_FLUSH_MS = 5_000;
+
+function bounded(work: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`not done within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
 /** The console page is built next to the compiled code (dist/console), also when running from src in tests. */
 const CONSOLE_DIST = fileURLToPath(new URL(import.meta.url.includes("/dist/") ? "../console/" : "../dist/console/", import.meta.url));
 
@@ -261,8 +272,9 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       await runs.drain(5_000);
       await a2a.close();
       await state.close();
-      // After the runs' ends: their spans are exported before the process goes.
-      await tracer.shutdown().catch((error: unknown) => logger.warn({ err: error }, "traces could not be exported"));
+      // After the runs' ends: their spans are exported before the process goes (a collector that does not answer
+      // holds the shutdown back no longer than this).
+      await bounded(tracer.shutdown(), TRACE_FLUSH_MS).catch((error: unknown) => logger.warn({ err: error }, "traces could not be exported"));
       releaseUnhandled();
     },
   };
