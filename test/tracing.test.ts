@@ -9,7 +9,8 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { RawExchange, RawResponder } from "../src/demo/index.js";
 import { tracingWanted } from "../src/ops/trace.js";
-import { allowOnce, ensureCliBuilt, interruptsOf, postCancel, resumeInput, startCli, startDurableStack, type DurableStack } from "./helpers/durable.js";
+import { FileThreadStore } from "../src/state/file-store.js";
+import { RenameFault, allowOnce, ensureCliBuilt, interruptsOf, postCancel, resumeInput, startCli, startDurableStack, type DurableStack } from "./helpers/durable.js";
 import { expectValidRun, openSse, runInput, runWithHttpAgent, scriptByPrompt, sessionEventOf, slowTurn, startStack } from "./helpers/e2e.js";
 import { callerTraceparent, descendantsOf, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "./helpers/otlp.js";
 
@@ -232,6 +233,67 @@ describe("the cancel route", () => {
       expect(refused).toMatchObject({ status: 404, json: { error: { code: "EXECUTION_NOT_FOUND" } } });
       const span = await receiver.span((s) => s.name === "agui.cancel" && s.traceId === caller.traceId, "the refused cancel's span");
       expect(span.status).toEqual({ code: "error", message: "EXECUTION_NOT_FOUND" });
+    } finally {
+      await stack.close();
+    }
+  });
+});
+
+describe("the observer route and a failed durable write", () => {
+  it("an observation is a span under the caller's trace with the kernel's GetTask and SubscribeToTask, ending with its stream", async () => {
+    const stack = await startStack({
+      gateway: { tracing: { exporterUrl: receiver.tracesUrl } },
+      script: scriptByPrompt({ "stream a while": () => slowTurn("session-traced-observer", 40, 25) }),
+    });
+    try {
+      const input = stack.input({ prompt: "stream a while" });
+      const live = await openSse(stack.gateway.url, input);
+      const session = (await live.until((e) => e.type === "CUSTOM" && e["name"] === "iac-code.session.v1"))!["value"] as Record<string, string>;
+      const caller = callerTraceparent();
+      const observed = await openSse(
+        new URL(`extensions/iac-code/v1/executions/${session["executionId"]}/subscribe`, stack.gateway.url).href,
+        { threadId: input.threadId, runId: input.runId, rosInvocationId: "invocation-1" },
+        { traceparent: caller.header },
+      );
+      expect(observed.status).toBe(200);
+      expectValidRun(await observed.rest());
+      expectValidRun(await live.rest());
+
+      const span = await receiver.span((s) => s.name === "agui.observe" && s.traceId === caller.traceId, "the observation's span");
+      expect(span).toMatchObject({ parentSpanId: caller.spanId, kind: "server" });
+      expect(span.attributes).toMatchObject({ "agui.thread_id": input.threadId, "agui.run_id": input.runId, "a2a.task_id": session["taskId"], "agui.observe.ended": "completed" });
+      await childNamed(span, "a2a/GetTask");
+      const subscribe = await childNamed(span, "a2a/SubscribeToTask");
+      const received = stack.upstream.requests.find((r) => r.method === "SubscribeToTask");
+      expect(received?.headers["traceparent"]).toBe(`00-${caller.traceId}-${subscribe.spanId}-01`);
+    } finally {
+      await stack.close();
+    }
+  });
+
+  it("a durable write that fails is a failed span under the run, which ends STATE_PERSISTENCE_FAILED with its task cancelled", async () => {
+    const fault = new RenameFault();
+    const stack = await startDurableStack({ gateway: { tracing: { exporterUrl: receiver.tracesUrl } } });
+    try {
+      await stack.restart({ tracing: { exporterUrl: receiver.tracesUrl }, store: new FileThreadStore({ dir: stack.stateDir, fs: fault.fs }) });
+      const input = stack.input({ prompt: "Create a VPC template on a full disk" });
+      // The admission write lands; the next one (the session mapping) does not.
+      fault.failAfter(1);
+      let events;
+      try {
+        events = (await runWithHttpAgent(stack.gateway.url, input)).events;
+      } finally {
+        fault.heal();
+      }
+      expect(events.at(-1)).toMatchObject({ type: "RUN_ERROR", code: "STATE_PERSISTENCE_FAILED" });
+      const runSpan = await runSpanOf(input.runId);
+      expect(runSpan.status).toEqual({ code: "error", message: "STATE_PERSISTENCE_FAILED" });
+      const failedWrite = await receiver.span(
+        (s) => s.name === "agui.state.write" && s.parentSpanId === runSpan.spanId && s.status.code === "error",
+        "the failed write",
+      );
+      expect(failedWrite.attributes["error.type"]).toBeDefined();
+      await childNamed(runSpan, "a2a/CancelTask");
     } finally {
       await stack.close();
     }

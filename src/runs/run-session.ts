@@ -116,7 +116,8 @@ export class RunSession {
         commit: (item) => (item.type === EventType.RUN_FINISHED || item.type === EventType.RUN_ERROR ? this.end(item as AguiEvent) : undefined),
         onFailure: (error) => (this.terminal = runErrorOf(error, this.ticket.language)),
       }),
-      finalize(() => this.deps.live.track(this.end(undefined).then(() => this.report()))),
+      // Reported however the end went: a run whose end could not be made durable is logged, counted and its span ended too.
+      finalize(() => this.deps.live.track(this.end(undefined).then(() => this.report(), () => this.report()))),
     );
   }
 
