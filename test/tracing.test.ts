@@ -6,6 +6,7 @@
 import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { RawExchange, RawResponder } from "../src/demo/index.js";
 import { tracingWanted } from "../src/ops/trace.js";
@@ -15,6 +16,9 @@ import { expectValidRun, openSse, runInput, runWithHttpAgent, scriptByPrompt, se
 import { callerTraceparent, descendantsOf, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "./helpers/otlp.js";
 
 const RUN_SPAN = "invoke_agent iac-code";
+/** Reports every @opentelemetry/* module a CLI process loads (test/helpers/module-watch.mjs). */
+const MODULE_WATCH = `--import=${pathToFileURL(path.join(import.meta.dirname, "helpers", "module-watch.mjs")).href}`;
+const loadedOtel = (stderr: string) => [...stderr.matchAll(/^module-watch: (\S+)$/gm)].map((m) => m[1]!);
 
 let receiver: OtlpReceiver;
 
@@ -363,6 +367,7 @@ describe("switching it on", () => {
       OTEL_BSP_SCHEDULE_DELAY: "50",
       OTEL_SERVICE_NAME: "agui-gateway-cli-test",
       IAC_CODE_AGUI_ALLOWED_CWDS: root,
+      NODE_OPTIONS: MODULE_WATCH,
     });
     try {
       const input = runInput(workspace, { prompt: "Create a VPC template" });
@@ -373,18 +378,19 @@ describe("switching it on", () => {
       await childNamed(runSpan, "a2a/SendStreamingMessage");
       const finished = await waitForLine(cli.stderr, (line) => line.msg === "run finished" && line.runId === input.runId);
       expect(finished).toMatchObject({ trace_id: runSpan.traceId, span_id: runSpan.spanId });
+      expect(loadedOtel(cli.stderr())).toContain("@opentelemetry/sdk-trace-base");
     } finally {
       await cli.kill();
       await rm(root, { recursive: true, force: true });
     }
   });
 
-  it("the CLI without the variables exports nothing and logs no trace ids", async () => {
+  it("the CLI without the variables loads no OpenTelemetry SDK, exports nothing and logs no trace ids", async () => {
     ensureCliBuilt();
     const root = await mkdtemp(path.join(tmpdir(), "agui-otel-off-"));
     const workspace = path.join(root, "ws");
     await mkdir(workspace);
-    const env: Record<string, string> = { IAC_CODE_AGUI_ALLOWED_CWDS: root };
+    const env: Record<string, string> = { IAC_CODE_AGUI_ALLOWED_CWDS: root, NODE_OPTIONS: MODULE_WATCH };
     const cli = await startCli(["--demo", "--port", "0", "--state-dir", path.join(root, "state")], env, 10_000, ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]);
     try {
       const before = receiver.bodies.length;
@@ -396,6 +402,8 @@ describe("switching it on", () => {
       expect(listening["tracing"]).toBeUndefined();
       await cli.kill();
       expect(receiver.bodies.length).toBe(before);
+      // prom-client may look for @opentelemetry/api (exemplars); nothing of the SDK or the exporter is loaded.
+      expect(loadedOtel(cli.stderr()).filter((m) => m !== "@opentelemetry/api")).toEqual([]);
       expect(receiver.spans.some((s) => s.attributes["agui.run_id"] === input.runId)).toBe(false);
     } finally {
       await cli.kill();
