@@ -11,6 +11,9 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { RawExchange, RawResponder } from "../src/demo/index.js";
 import { tracingWanted } from "../src/ops/trace.js";
 import { FileThreadStore } from "../src/state/file-store.js";
+import { serializeThreadRecordCompact } from "../src/state/record-text.js";
+import { MemoryThreadStore } from "../src/state/thread-store.js";
+import { threadRecord } from "./helpers/thread-record.js";
 import { RenameFault, allowOnce, ensureCliBuilt, interruptsOf, postCancel, resumeInput, startCli, startDurableStack, type DurableStack } from "./helpers/durable.js";
 import { expectValidRun, openSse, runInput, runWithHttpAgent, scriptByPrompt, sessionEventOf, slowTurn, startStack } from "./helpers/e2e.js";
 import { callerTraceparent, descendantsOf, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "./helpers/otlp.js";
@@ -298,6 +301,27 @@ describe("the observer route and a failed durable write", () => {
       );
       expect(failedWrite.attributes["error.type"]).toBeDefined();
       await childNamed(runSpan, "a2a/CancelTask");
+    } finally {
+      await stack.close();
+    }
+  });
+});
+
+describe("start-up recovery", () => {
+  it("a run that was active when the last process stopped: its cancel is a trace of its own", async () => {
+    const abandoned = threadRecord("thread-abandoned");
+    const record = { ...abandoned, execution: { ...abandoned.execution, taskId: "task-abandoned", pending: {} } };
+    const { parkedSpan: _none, ...execution } = record.execution;
+    const store = new MemoryThreadStore({ threads: new Map([[record.threadId, serializeThreadRecordCompact({ ...record, execution })]]) });
+    const stack = await startStack({ gateway: { tracing: { exporterUrl: receiver.tracesUrl }, store } });
+    try {
+      expect(await stack.gateway.recovery).toBe(1);
+      const recovery = await receiver.span((s) => s.name === "agui.recovery" && s.attributes["agui.thread_id"] === record.threadId, "the recovery span");
+      expect(recovery.parentSpanId).toBeUndefined();
+      expect(recovery.attributes).toMatchObject({ "a2a.task_id": "task-abandoned", "agui.execution_id": record.execution.executionId });
+      const cancel = await childNamed(recovery, "a2a/CancelTask");
+      const received = stack.upstream.requests.find((r) => r.method === "CancelTask");
+      expect(received?.headers["traceparent"]).toBe(`00-${recovery.traceId}-${cancel.spanId}-01`);
     } finally {
       await stack.close();
     }

@@ -76,6 +76,8 @@ export const ATTR = {
   conversationId: "gen_ai.conversation.id",
   inputTokens: "gen_ai.usage.input_tokens",
   outputTokens: "gen_ai.usage.output_tokens",
+  providerName: "gen_ai.provider.name",
+  responseModel: "gen_ai.response.model",
   errorType: "error.type",
   httpMethod: "http.request.method",
   httpRoute: "http.route",

@@ -64,7 +64,7 @@ export async function admitRun(deps: RunDeps, candidate: RunCandidate, accepting
 async function admitLocked(deps: RunDeps, thread: LockedThread, candidate: RunCandidate, claimed: boolean, admissionSpan: TraceSpan): Promise<RunSession> {
   const { request, language } = candidate;
   const { threadId, runId, iacCode } = request;
-  const before = claimed ? await readRecovered(deps, thread) : await thread.read();
+  const before = claimed ? await readRecovered(deps, thread, admissionSpan) : await thread.read();
   const admitted = admit(before, {
     threadId,
     runId,

@@ -101,7 +101,7 @@ export async function answerRelayedCancel(deps: RunDeps, payload: unknown): Prom
  */
 async function cancelLocked(deps: RunDeps, thread: LockedThread, cancel: CancelRequest, claimedHere: boolean, span: TraceSpan = NO_SPAN): Promise<CancelOutcome> {
   const { executionId, threadId, rosInvocationId } = cancel;
-  const record = claimedHere ? await thread.read() : await readRecovered(deps, thread);
+  const record = claimedHere ? await thread.read() : await readRecovered(deps, thread, span);
   if (!record) return "not_found";
   const execution = record.execution;
   if (execution.executionId !== executionId) {

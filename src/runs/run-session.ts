@@ -404,7 +404,9 @@ function abandonsTask(terminal: AguiEvent | undefined): boolean {
   return terminal.type === EventType.RUN_ERROR && (code === "A2A_UNAVAILABLE" || code === "A2A_PROTOCOL_ERROR");
 }
 
-type Terminal = { type?: string; code?: string; outcome?: { type: string }; usage?: { inputTokens?: number; outputTokens?: number }[] } | undefined;
+type Terminal =
+  | { type?: string; code?: string; outcome?: { type: string }; usage?: { inputTokens?: number; outputTokens?: number; provider?: string; model?: string }[] }
+  | undefined;
 
 function outcomeOf(t: Terminal): string {
   return t === undefined ? "disconnected" : t.type === EventType.RUN_ERROR ? "error" : (t.outcome?.type ?? "success");
@@ -422,10 +424,18 @@ function traceRun(ticket: RunTicket, record: ThreadRecord, terminal: AguiEvent |
     ...(usage?.length && {
       [ATTR.inputTokens]: usage.reduce((n, u) => n + (u.inputTokens ?? 0), 0),
       [ATTR.outputTokens]: usage.reduce((n, u) => n + (u.outputTokens ?? 0), 0),
+      // Named only when the kernel used one provider (one model) for the whole run.
+      [ATTR.providerName]: onlyOne(usage.map((u) => u.provider)),
+      [ATTR.responseModel]: onlyOne(usage.map((u) => u.model)),
     }),
   });
   if (t?.code !== undefined) span.fail(t.code);
   span.end();
+}
+
+function onlyOne(values: readonly (string | undefined)[]): string | undefined {
+  const distinct = new Set(values);
+  return distinct.size === 1 ? values[0] : undefined;
 }
 
 function logRun(ticket: RunTicket, record: ThreadRecord, terminal: AguiEvent | undefined): void {
