@@ -204,7 +204,14 @@ async function main(): Promise<void> {
           running.push(off);
           const on = await startGatewaySystem(ctx, "gateway (tracing on)", { stateDir: await ctx.scratch("tracing-on-state"), tracing: { exporterUrl: collector.tracesUrl } });
           running.push(on);
-          const r = await tracingCost(ctx, { off, on }, collector);
+          let base: System | undefined;
+          if (compareDist !== undefined) {
+            const other = resolveGatewayBuild(log, compareDist);
+            log(`  tracing off compared with: ${other.note}`);
+            base = await startGatewaySystem(ctx, "gateway (compare)", { stateDir: await ctx.scratch("tracing-base-state"), module: other.gateway });
+            running.push(base);
+          }
+          const r = await tracingCost(ctx, { off, on, ...(base && { base }) }, collector);
           results.tracingRatio = r.tracingRatio;
           details.tracing = r.detail;
           await stopAll();

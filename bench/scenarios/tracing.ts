@@ -2,6 +2,8 @@
 // one exporting every span over OTLP/HTTP to a collector in this process (it takes and drops them), run the same
 // trivial turns in alternating batches: runs per second with tracing on ÷ off, and the CPU each spends per run. A
 // burst stream through both shows the cost per event (spans are per call, not per frame, so it should be none).
+// With --compare-dist=<a build from before tracing> that build runs the same batches too: offVsBaseRatio is what
+// the tracing code costs while it is off.
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Agent } from "undici";
@@ -55,21 +57,28 @@ async function turns(gateway: System, runs: number, agent: Agent): Promise<{ ms:
   return { ms, cpuMs: ((await gateway.child?.cpuMs()) ?? 0) - cpuBefore };
 }
 
-export async function tracingCost(ctx: BenchContext, systems: { off: System; on: System }, collector: { exports: () => number; bytes: () => number }): Promise<TracingResult> {
-  const batches = ctx.quick ? 4 : 8;
+type Which = "off" | "on" | "base";
+
+export async function tracingCost(
+  ctx: BenchContext,
+  systems: { off: System; on: System; base?: System },
+  collector: { exports: () => number; bytes: () => number },
+): Promise<TracingResult> {
+  const batches = ctx.quick ? 6 : 10;
   const perBatch = 50;
   const agent = new Agent({ keepAliveTimeout: 10_000 });
-  const samples = { off: [] as number[], on: [] as number[] };
-  const cpu = { off: 0, on: 0 };
+  const order: Which[] = systems.base ? ["off", "on", "base"] : ["off", "on"];
+  const samples: Record<Which, number[]> = { off: [], on: [], base: [] };
+  const cpu: Record<Which, number> = { off: 0, on: 0, base: 0 };
   const eventsPerSec = { off: [] as number[], on: [] as number[] };
   try {
     // Warm-up: JIT, connection pools, the exporter's first batch.
-    await turns(systems.off, 20, agent);
-    await turns(systems.on, 20, agent);
+    for (const which of order) await turns(systems[which]!, 20, agent);
     for (let batch = 0; batch < batches; batch++) {
-      // Who goes first alternates, so drift on a shared machine favours neither.
-      for (const which of batch % 2 === 0 ? (["off", "on"] as const) : (["on", "off"] as const)) {
-        const r = await turns(systems[which], perBatch, agent);
+      // Who goes first rotates, so drift on a shared machine favours none.
+      for (let i = 0; i < order.length; i++) {
+        const which = order[(i + batch) % order.length]!;
+        const r = await turns(systems[which]!, perBatch, agent);
         samples[which].push(...r.ms);
         cpu[which] += r.cpuMs;
       }
@@ -94,6 +103,12 @@ export async function tracingCost(ctx: BenchContext, systems: { off: System; on:
       runP90Ms: { off: round(quantile(samples.off, 0.9), 3), on: round(quantile(samples.on, 0.9), 3) },
       cpuMsPerRun: { off: round(cpu.off / runs, 3), on: round(cpu.on / runs, 3) },
       cpuRatio: round(cpu.on / cpu.off, 3),
+      ...(systems.base && {
+        offVsBaseRatio: round(runsPerSec(samples.off) / runsPerSec(samples.base), 3),
+        baseRunMedianMs: round(median(samples.base), 3),
+        baseCpuMsPerRun: round(cpu.base / runs, 3),
+        offVsBaseCpuRatio: round(cpu.off / cpu.base, 3),
+      }),
       burstEventsPerSec: { off: Math.round(median(eventsPerSec.off)), on: Math.round(median(eventsPerSec.on)) },
       burstRatio: round(median(eventsPerSec.on) / median(eventsPerSec.off), 3),
       collectorExports: collector.exports(),
@@ -103,7 +118,8 @@ export async function tracingCost(ctx: BenchContext, systems: { off: System; on:
   const detail = result.detail as { runMedianMs: { off: number; on: number }; cpuMsPerRun: { off: number; on: number }; burstRatio: number };
   ctx.log(
     `  tracing off ${detail.runMedianMs.off} ms/run (cpu ${detail.cpuMsPerRun.off} ms), on ${detail.runMedianMs.on} ms/run (cpu ${detail.cpuMsPerRun.on} ms); ` +
-      `runs/s on ÷ off ${result.tracingRatio}, burst events/s on ÷ off ${detail.burstRatio}`,
+      `runs/s on ÷ off ${result.tracingRatio}, burst events/s on ÷ off ${detail.burstRatio}` +
+      (systems.base ? `; off ÷ the build before tracing ${String(result.detail.offVsBaseRatio)} (cpu ${String(result.detail.offVsBaseCpuRatio)})` : ""),
   );
   return result;
 }
