@@ -13,6 +13,7 @@ import { tracingWanted } from "../src/ops/trace.js";
 import { FileThreadStore } from "../src/state/file-store.js";
 import { serializeThreadRecordCompact } from "../src/state/record-text.js";
 import { MemoryThreadStore } from "../src/state/thread-store.js";
+import { startReplicas } from "./helpers/replicas.js";
 import { threadRecord } from "./helpers/thread-record.js";
 import { RenameFault, allowOnce, ensureCliBuilt, interruptsOf, postCancel, resumeInput, startCli, startDurableStack, type DurableStack } from "./helpers/durable.js";
 import { expectValidRun, openSse, runInput, runWithHttpAgent, scriptByPrompt, sessionEventOf, slowTurn, startStack } from "./helpers/e2e.js";
@@ -305,6 +306,33 @@ describe("the observer route and a failed durable write", () => {
       await stack.close();
     }
   });
+});
+
+describe("across replicas", () => {
+  it("a cancel sent to B for a run on A: B's relay and A's cancel of the task are one trace, under the caller's", async () => {
+    const replicas = await startReplicas({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: "50" });
+    try {
+      const input = replicas.input({ prompt: "brief slow count" });
+      const live = await openSse(replicas.a.url, input);
+      await live.until((e) => e.type === "TEXT_MESSAGE_CONTENT");
+      const session = sessionEventOf(live.events);
+      const caller = callerTraceparent();
+      const cancelled = await postCancel(replicas.b.url, session["executionId"] as string, { threadId: input.threadId, rosInvocationId: "invocation-1" }, { traceparent: caller.header });
+      expect(cancelled).toMatchObject({ status: 200, json: { status: "cancelled" } });
+      expectValidRun(await live.rest());
+
+      const onB = await receiver.span((s) => s.name === "agui.cancel" && s.traceId === caller.traceId, "B's cancel span");
+      const relay = await childNamed(onB, "agui.cancel.relay");
+      expect(relay).toMatchObject({ kind: "client", attributes: { "agui.relay.answered": true } });
+      const onA = await childNamed(relay, "agui.cancel.relayed");
+      expect(onA.attributes).toMatchObject({ "agui.cancel.outcome": "cancelled", "agui.thread_id": input.threadId });
+      const cancelCall = await childNamed(onA, "a2a/CancelTask");
+      const received = replicas.kernel.requests.find((r) => r.method === "CancelTask");
+      expect(received?.headers["traceparent"]).toBe(`00-${caller.traceId}-${cancelCall.spanId}-01`);
+    } finally {
+      await replicas.close();
+    }
+  }, 60_000);
 });
 
 describe("start-up recovery", () => {

@@ -6,7 +6,7 @@ import { RunError } from "../../operators/index.js";
 import { isTaskAlreadyTerminal, isTaskNotFound, toRunError } from "../a2a/error-mapping.js";
 import { messageText } from "../i18n/index.js";
 import { admission } from "./errors.js";
-import { ATTR, NO_SPAN, type TraceSpan } from "../ops/trace.js";
+import { ATTR, NO_SPAN, inSpan, type TraceSpan } from "../ops/trace.js";
 import type { RunDeps } from "./run-context.js";
 import { readRecovered } from "./recovery.js";
 import type { LockedThread } from "./thread-repository.js";
@@ -18,6 +18,8 @@ export interface CancelRequest {
   executionId: string;
   threadId: string;
   rosInvocationId: string;
+  /** A relayed cancel: the relaying span's W3C traceparent, so the owner's work joins the same trace. */
+  traceparent?: string;
 }
 
 /**
@@ -48,7 +50,7 @@ async function cancelWhereRunning(deps: RunDeps, cancel: CancelRequest, span: Tr
       // A run of ours was admitted since the check above: it is cancelled here, under the lock we hold.
       if (!claim.claimed && claim.heldBy === deps.threads.replicaId) return cancelLocked(deps, thread, cancel, false, span);
       if (!claim.claimed) {
-        const relayed = await relayCancel(deps, claim.heldBy, cancel);
+        const relayed = await relayCancel(deps, claim.heldBy, cancel, span);
         if (relayed !== "gone" && relayed !== "notOwner") return relayed;
         // The owner let the thread go meanwhile: claim it ourselves. The owner is gone: take its lease over.
         if (relayed === "notOwner") continue;
@@ -66,9 +68,17 @@ async function cancelWhereRunning(deps: RunDeps, cancel: CancelRequest, span: Tr
 }
 
 /** Asks the replica holding the thread to cancel: its outcome, "notOwner", or "gone" (nobody listens, or no answer). */
-async function relayCancel(deps: RunDeps, owner: string, cancel: CancelRequest): Promise<CancelOutcome | "notOwner" | "gone"> {
+async function relayCancel(deps: RunDeps, owner: string, cancel: CancelRequest, parent: TraceSpan): Promise<CancelOutcome | "notOwner" | "gone"> {
   if (!deps.relay) return "gone";
-  const relayed = await deps.relay.request(owner, "cancel", cancel, RELAYED_CANCEL_TIMEOUT_MS);
+  const relay = deps.relay;
+  const relayed = await inSpan(parent, "agui.cancel.relay", { kind: "client", attributes: { "agui.replica.owner": owner } }, async (span) => {
+    const headers: Record<string, string> = {};
+    span.inject(headers);
+    const payload: CancelRequest = { ...cancel, ...(headers.traceparent !== undefined && { traceparent: headers.traceparent }) };
+    const answer = await relay.request(owner, "cancel", payload, RELAYED_CANCEL_TIMEOUT_MS);
+    span.set({ "agui.relay.answered": answer.answered });
+    return answer;
+  });
   if (relayed.answered) return outcomeOf(relayed.reply);
   if (relayed.reason === "unavailable") throw admission.stateUnavailable();
   if (relayed.reason !== "no-subscriber" && relayed.reason !== "timeout") {
@@ -85,12 +95,26 @@ async function relayCancel(deps: RunDeps, owner: string, cancel: CancelRequest):
  */
 export async function answerRelayedCancel(deps: RunDeps, payload: unknown): Promise<CancelReply> {
   if (!isCancelRequest(payload)) return { failed: "INVALID_INPUT" };
+  const { traceparent } = payload as { traceparent?: unknown };
+  // Only a relay that was traced is: the owner's part is a span under the relaying replica's.
+  const span =
+    deps.tracer.enabled && typeof traceparent === "string"
+      ? deps.tracer.fromRequest("agui.cancel.relayed", { traceparent }, { attributes: { [ATTR.threadId]: payload.threadId, [ATTR.executionId]: payload.executionId } })
+      : NO_SPAN;
   try {
-    return await deps.threads.locked(payload.threadId, async (thread) =>
-      deps.live.has(payload.threadId) ? { outcome: await cancelLocked(deps, thread, payload, false) } : { notOwner: true as const },
+    const reply = await deps.threads.locked(
+      payload.threadId,
+      async (thread) => (deps.live.has(payload.threadId) ? { outcome: await cancelLocked(deps, thread, payload, false, span) } : { notOwner: true as const }),
+      span,
     );
+    span.set({ "agui.cancel.outcome": "outcome" in reply ? reply.outcome : "not_owner" });
+    return reply;
   } catch (error) {
-    return { failed: error instanceof RunError ? error.code : "A2A_UNAVAILABLE" };
+    const code = error instanceof RunError ? error.code : "A2A_UNAVAILABLE";
+    span.fail(code);
+    return { failed: code };
+  } finally {
+    span.end();
   }
 }
 
