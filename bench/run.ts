@@ -2,7 +2,7 @@
 // or a distribution measured in this run against a baseline measured in this run. Servers run in child
 // processes (upstream, relays, gateway) and the measuring client runs here. Writes bench/results.json.
 // Flags: --quick, --profile (cpu profile of the throughput gateway, top self-time functions printed),
-// --only=key,key (run some scenarios: throughput,latency,admission,python,state,pipeline,slow,idle),
+// --only=key,key (run some scenarios: throughput,latency,admission,python,state,pipeline,slow,idle,tracing),
 // --idle-count=N (fewer idle streams, for a quick look), --gateway-dist=DIR (bench a compiled tree other than dist/, e.g. a patched copy, for an A/B comparison),
 // --compare-dist=DIR (throughput also times the gateway built in DIR, e.g. an older commit's, in the same rotation: compareRatio).
 import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
@@ -23,6 +23,7 @@ import { slowReader } from "./scenarios/slow-reader.js";
 import { stateWrite, stateWriteRedis } from "./scenarios/state-write.js";
 import { startRedis } from "../test/helpers/redis.js";
 import { throughput } from "./scenarios/throughput.js";
+import { startDiscardCollector, tracingCost } from "./scenarios/tracing.js";
 
 const argv = process.argv.slice(2);
 const quick = argv.includes("--quick");
@@ -46,6 +47,7 @@ const TARGETS = {
   admissionMedianMs: "reported",
   admissionRedisMedianMs: "≤ admissionMedianMs + 2",
   compareRatio: "reported (--compare-dist)",
+  tracingRatio: "reported (runs/s, tracing on ÷ off)",
 } as const;
 type Key = keyof typeof TARGETS;
 
@@ -193,6 +195,30 @@ async function main(): Promise<void> {
       }
       await stopAll();
       if (profile) await reportProfile(profileDir, gateway.child!.pid);
+    }
+    if (wants("tracing")) {
+      await scenario("tracing", async () => {
+        const collector = await startDiscardCollector();
+        try {
+          const off = await startGatewaySystem(ctx, "gateway (tracing off)", { stateDir: await ctx.scratch("tracing-off-state") });
+          running.push(off);
+          const on = await startGatewaySystem(ctx, "gateway (tracing on)", { stateDir: await ctx.scratch("tracing-on-state"), tracing: { exporterUrl: collector.tracesUrl } });
+          running.push(on);
+          let base: System | undefined;
+          if (compareDist !== undefined) {
+            const other = resolveGatewayBuild(log, compareDist);
+            log(`  tracing off compared with: ${other.note}`);
+            base = await startGatewaySystem(ctx, "gateway (compare)", { stateDir: await ctx.scratch("tracing-base-state"), module: other.gateway });
+            running.push(base);
+          }
+          const r = await tracingCost(ctx, { off, on, ...(base && { base }) }, collector);
+          results.tracingRatio = r.tracingRatio;
+          details.tracing = r.detail;
+          await stopAll();
+        } finally {
+          await collector.close();
+        }
+      });
     }
     if (wants("state")) {
       await scenario("state write", async () => {

@@ -4,8 +4,7 @@
 // not up to 16) and an old generation that grows by 20% of what is live rather than up to 4x, so the
 // garbage of admissions is collected instead of piling up between major GCs. 10,000 idle streams take
 // ~530 MB instead of ~650, for no measurable loss of throughput (bench/). `npm start` passes the same flags.
-import { randomUUID } from "node:crypto";
-import { createPublicKey } from "node:crypto";
+import { createPublicKey, randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { assertLoopbackA2AUrl } from "./a2a/index.js";
 import { ConfigError, loadConfig, type GatewayConfig } from "./config/index.js";
@@ -15,6 +14,7 @@ import { startManagedKernel } from "./ops/managed-kernel.js";
 import { exampleWorkspace } from "./runs/cwd.js";
 import { algorithmList } from "./config/options.js";
 import type { JwtOptions } from "./http/jwt.js";
+import { tracingWanted } from "./ops/trace.js";
 
 /** User tokens, when a key source is configured; the PEM key is read and checked now, not at the first request. */
 function jwtOptionsOf(config: GatewayConfig): JwtOptions | undefined {
@@ -118,6 +118,7 @@ async function main(argv: string[]): Promise<number> {
     headersTimeoutSeconds: config.headersTimeoutSeconds,
     keepAliveTimeoutSeconds: config.keepAliveTimeoutSeconds,
     maxConnections: config.maxConnections,
+    tracing: tracingWanted(config.tracing, process.env),
     onIdle: () => stop(),
     logger,
   });

@@ -19,6 +19,7 @@ import { createSelfCheck } from "./http/self-check.js";
 import { createMetrics, type GatewayMetrics } from "./ops/metrics.js";
 import { startIdleMonitor, type IdleMonitor } from "./ops/idle-monitor.js";
 import { captureUnhandledErrors } from "./ops/unhandled.js";
+import { startTracing } from "./ops/trace.js";
 import { allowedRootsFromEnv, exampleWorkspace } from "./runs/cwd.js";
 import { RunService } from "./runs/service.js";
 import { openStateStore } from "./state/open-store.js";
@@ -74,6 +75,11 @@ export interface GatewayOptions {
   maxActiveRunsPerUser?: number;
   userRequestLimit?: number;
   userRequestIntervalSeconds?: number;
+  /**
+   * OpenTelemetry traces over OTLP/HTTP (default off; the CLI turns it on for --tracing or OTEL_EXPORTER_OTLP_ENDPOINT).
+   * The exporter reads the standard OTEL_* variables; `exporterUrl` (…/v1/traces) overrides their endpoint.
+   */
+  tracing?: boolean | { exporterUrl: string };
 }
 
 export interface RunningGateway {
@@ -90,6 +96,17 @@ export interface RunningGateway {
 }
 
 export const SERVER_VERSION: string = readPackageVersion();
+/** How long a closing gateway waits for its last spans to reach the collector. */
+const TRACE_FLUSH_MS = 5_000;
+
+function bounded(work: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`not done within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
 /** The console page is built next to the compiled code (dist/console), also when running from src in tests. */
 const CONSOLE_DIST = fileURLToPath(new URL(import.meta.url.includes("/dist/") ? "../console/" : "../dist/console/", import.meta.url));
 
@@ -148,7 +165,9 @@ export interface AssembledGateway {
   logger: Logger;
   allowedRoots: readonly string[];
   bodyTimeoutMs: number;
-  /** After the last stream: the A2A client and the state store. */
+  /** Spans are exported (--tracing or OTEL_EXPORTER_OTLP_ENDPOINT). */
+  tracing: boolean;
+  /** After the last stream: the A2A client, the state store and the trace exporter. */
   closeConnections(): Promise<void>;
 }
 
@@ -159,6 +178,12 @@ export type AssemblyOptions = Omit<GatewayOptions, "host" | "port" | "idleShutdo
 export async function assembleGateway(options: AssemblyOptions): Promise<AssembledGateway> {
   const logger = options.logger ?? createLogger();
   const metrics = createMetrics();
+  const tracing = options.tracing;
+  const tracer = await startTracing({
+    enabled: tracing !== undefined && tracing !== false,
+    serviceVersion: SERVER_VERSION,
+    ...(typeof tracing === "object" && { exporterUrl: tracing.exporterUrl }),
+  });
   const a2a = new A2AClient({
     url: options.a2aUrl,
     ...(options.a2aToken !== undefined && { token: options.a2aToken }),
@@ -166,7 +191,10 @@ export async function assembleGateway(options: AssemblyOptions): Promise<Assembl
     ...(options.a2aHttp2 && { http2: true }),
     observeLatency: (method, seconds) => metrics.upstreamLatency.observe({ method }, seconds),
   });
-  const state = await openStateStore({ ...options, logger, metrics });
+  const state = await openStateStore({ ...options, logger, metrics }).catch(async (error: unknown) => {
+    await tracer.shutdown();
+    throw error;
+  });
   const runs = new RunService({
     metrics,
     ...(options.onActivity && { onActivity: options.onActivity }),
@@ -176,6 +204,7 @@ export async function assembleGateway(options: AssemblyOptions): Promise<Assembl
     ...(options.leaseTtlSeconds !== undefined && { leaseTtlMs: options.leaseTtlSeconds * 1000 }),
     a2a,
     logger,
+    tracer,
     interruptTtlMs: (options.interruptTtlSeconds ?? 540) * 1000,
     heartbeatMs: (options.heartbeatSeconds ?? 15) * 1000,
     ...(options.runIdWindow !== undefined && { runIdWindow: options.runIdWindow }),
@@ -197,6 +226,7 @@ export async function assembleGateway(options: AssemblyOptions): Promise<Assembl
       userRequests: { counters: state.counters, limit: options.userRequestLimit, windowMs: (options.userRequestIntervalSeconds ?? 60) * 1000 },
     }),
     metrics,
+    tracer,
     bodyBudgetBytes: (options.bodyBudgetMib ?? 64) * 1024 * 1024,
     bodyTimeoutMs,
     ...(state.health && { stateStore: state.health }),
@@ -214,9 +244,13 @@ export async function assembleGateway(options: AssemblyOptions): Promise<Assembl
     logger,
     allowedRoots,
     bodyTimeoutMs,
+    tracing: tracer.enabled,
     closeConnections: async () => {
       await a2a.close();
       await state.close();
+      // After the runs' ends: their spans are exported before the process goes (a collector that does not answer
+      // holds the shutdown back no longer than this).
+      await bounded(tracer.shutdown(), TRACE_FLUSH_MS).catch((error: unknown) => logger.warn({ err: error }, "traces could not be exported"));
     },
   };
 }
@@ -247,7 +281,7 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
 
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
   let idle: IdleMonitor | undefined;
-  const { app, runs, metrics, logger, allowedRoots, bodyTimeoutMs, closeConnections } = await assembleGateway({ ...options, onActivity: () => idle?.touch() });
+  const { app, runs, metrics, logger, allowedRoots, bodyTimeoutMs, tracing, closeConnections } = await assembleGateway({ ...options, onActivity: () => idle?.touch() });
   const headersTimeoutMs = (options.headersTimeoutSeconds ?? 20) * 1000;
   const server = createServer(
     {
@@ -288,7 +322,17 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     return n;
   });
   const host = options.host.includes(":") ? `[${options.host}]` : options.host;
-  logger.info({ host: options.host, port, a2aUrl: options.a2aUrl, allowedRoots, ...(options.corsOrigins?.length && { corsOrigins: options.corsOrigins }) }, "gateway listening");
+  logger.info(
+    {
+      host: options.host,
+      port,
+      a2aUrl: options.a2aUrl,
+      allowedRoots,
+      ...(options.corsOrigins?.length && { corsOrigins: options.corsOrigins }),
+      ...(tracing && { tracing: true }),
+    },
+    "gateway listening",
+  );
   return {
     url: `http://${host}:${port}/`,
     port,

@@ -112,7 +112,7 @@ describe("FileThreadStore round trip and layout", () => {
     expect(topKeys).toHaveLength(10);
     const executionKeys = [...text.matchAll(/^ {4}"([^"]+)":/gm)].map((m) => m[1]).filter((k) => k !== undefined && !["digest", "runId"].includes(k));
     expect(executionKeys).toEqual([
-      "executionId", "lastTaskId", "pending", "pipelineOpenSteps", "pipelineSequence", "rosInvocationId", "taskId",
+      "executionId", "interruptedRunId", "lastTaskId", "parkedSpan", "pending", "pipelineOpenSteps", "pipelineSequence", "rosInvocationId", "taskId",
     ]);
     // Lists keep their order (the open steps are not sorted).
     expect(text.indexOf("step:evaluate_candidates")).toBeLessThan(text.indexOf("candidate:cand-0"));

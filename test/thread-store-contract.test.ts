@@ -142,6 +142,8 @@ describe.each(subjects)("%s honours the ThreadStore contract", (_name, make) => 
     ["an empty owner", (r) => ({ ...r, owner: "" })],
     ["a non-finite pipelineSequence", (r) => ({ ...r, execution: { ...r.execution, pipelineSequence: Number.NaN } })],
     ["text among the text digests", (r) => ({ ...r, execution: { ...r.execution, textSnapshotDigests: ["the assistant's words"] } })],
+    ["text in the parked span", (r) => ({ ...r, execution: { ...r.execution, parkedSpan: { traceId: "the prompt", spanId: "00f067aa0ba902b7", parkedAt: "2030-01-01T00:00:00.000Z" } } })],
+    ["an extra field in the parked span", (r) => ({ ...r, execution: { ...r.execution, parkedSpan: { ...r.execution.parkedSpan!, traceState: "vendor=x" } as never } })],
   ])("refuses to save a record with %s, and stores nothing", async (_case, edit) => {
     await expect(s.store.save(edit(threadRecord("refused")))).rejects.toThrow(/refusing/);
     expect(await s.storedText("refused")).toBeUndefined();

@@ -242,6 +242,18 @@ describe("interrupts and answers", () => {
     expect(next.execution).toMatchObject({ interruptedRunId: "run-7", parkedBy: "replica-a" });
   });
 
+  it("keeps the parking run's span for the resume (a re-show leaves it) and forgets it once the execution ends", () => {
+    const record = idle();
+    const span = { traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7", parkedAt: "2030-01-01T00:00:00.000Z" };
+    const parkedHere = applied(parkInterrupts({ executionId: record.execution.executionId, runId: "run-7", pending: [pendingInterrupt("input-1")], span }), record);
+    expect(parkedHere.execution.parkedSpan).toEqual(span);
+    const reshown = applied(parkInterrupts({ executionId: record.execution.executionId, runId: "run-8", pending: [] }), parkedHere);
+    expect(reshown.execution.parkedSpan).toEqual(span);
+    const answered = applied(applyAnswers([{ interruptId: "input-1", digest: DIGEST_A }], WINDOW), reshown);
+    expect(answered.execution.parkedSpan).toEqual(span);
+    expect(applied(endExecution({ window: WINDOW, clearPending: false }), answered).execution).not.toHaveProperty("parkedSpan");
+  });
+
   it("refuses to park for an execution the cancel route ended (announcing it would revive it)", () => {
     const record = applied(endExecution({ window: WINDOW, clearPending: true }), parked());
     expect(refusalCode(parkInterrupts({ executionId: record.execution.executionId, runId: "r", pending: [] })(record))).toBe("CANCELLED");

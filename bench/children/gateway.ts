@@ -12,6 +12,8 @@ export interface GatewayChildArgs {
   /** redis:// URL: thread state in Redis instead of stateDir. */
   stateStore?: string;
   a2aHttp2?: boolean;
+  /** OpenTelemetry spans exported to this OTLP/HTTP traces URL. */
+  tracing?: { exporterUrl: string };
 }
 
 try {
@@ -27,6 +29,7 @@ try {
     ...(args.stateDir !== undefined && { stateDir: args.stateDir }),
     ...(args.stateStore !== undefined && { stateStore: args.stateStore }),
     ...(args.a2aHttp2 && { a2aHttp2: true }),
+    ...(args.tracing !== undefined && { tracing: args.tracing }),
   });
   serveParent({ url: gateway.url, port: gateway.port }, {
     connections: () => new Promise((resolve, reject) => gateway.server.getConnections((e, n) => (e ? reject(e) : resolve(n)))),

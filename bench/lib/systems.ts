@@ -27,6 +27,8 @@ export async function startGatewaySystem(
     upstream?: { url: string; http2: boolean };
     /** Another build's gateway module (--compare-dist); default the build under test. */
     module?: string;
+    /** Export OpenTelemetry spans to this OTLP/HTTP traces URL. */
+    tracing?: { exporterUrl: string };
   } = {},
 ): Promise<System> {
   const args: GatewayChildArgs = {
@@ -37,6 +39,7 @@ export async function startGatewaySystem(
     ...(options.heartbeatSeconds !== undefined && { heartbeatSeconds: options.heartbeatSeconds }),
     ...(options.stateDir !== undefined && { stateDir: options.stateDir }),
     ...(options.stateStore !== undefined && { stateStore: options.stateStore }),
+    ...(options.tracing !== undefined && { tracing: options.tracing }),
   };
   const child = await spawnChild<{ url: string; port: number }>(name, "gateway.ts", { args, execArgv: [...CLI_NODE_FLAGS, ...(options.execArgv ?? [])] });
   return gatewayLike(ctx, name, child.ready.url, child, () => child.stop());

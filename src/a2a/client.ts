@@ -6,12 +6,13 @@ import { Observable, type Subscriber } from "rxjs";
 import { Agent, request, type Dispatcher } from "undici";
 import type { A2AMessage, A2AStreamResponse, A2ATask } from "../../operators/types.js";
 import { isEventStream, isSuccess, parseJson, readText } from "./bodies.js";
-import { a2aUnavailable, classify, jsonRpcErrorOf } from "./errors.js";
+import { A2AJsonRpcError, a2aUnavailable, classify, jsonRpcErrorOf } from "./errors.js";
 import { decodeStreamResult, decodeTask, invalidFrame } from "./frames.js";
 import { fetchPipelineState, requestSessionRestore, type PipelineState, type RestTransport } from "./iac-code-routes.js";
 import { IdleWatch } from "./idle-watch.js";
 import { readSseBody, type FlowGate } from "./sse-reader.js";
 import { isObject } from "../../operators/lib/json.js";
+import { ATTR, NO_SPAN, errorCodeOf, type TraceSpan } from "../ops/trace.js";
 
 export { A2AJsonRpcError, a2aUnavailable } from "./errors.js";
 export type { FlowGate } from "./sse-reader.js";
@@ -59,6 +60,8 @@ const H2C_CONNECT = { useH2c: true } as Agent.Options["connect"];
 
 export interface StreamOptions {
   flow?: FlowGate;
+  /** The span each call becomes a child of (its traceparent is sent to the kernel). */
+  span?: TraceSpan;
 }
 
 /** The kernel as one run reads it: every stream it opens is read only as fast as the run's writer lets it. */
@@ -96,60 +99,61 @@ export class A2AClient {
 
   /** Cold: each subscription POSTs SendStreamingMessage; unsubscribing aborts the request and closes its socket. */
   sendStreamingMessage(message: A2AMessage, opts?: StreamOptions): Observable<A2AStreamResponse> {
-    return this.stream("SendStreamingMessage", messageParams(message), opts?.flow);
+    return this.stream("SendStreamingMessage", messageParams(message), message.taskId, opts);
   }
 
   /** Only for active tasks; an idle or finished task answers -32001 as a plain JSON error (A2AJsonRpcError). */
   subscribeToTask(taskId: string, opts?: StreamOptions): Observable<A2AStreamResponse> {
-    return this.stream("SubscribeToTask", { id: taskId }, opts?.flow);
+    return this.stream("SubscribeToTask", { id: taskId }, taskId, opts);
   }
 
   /**
    * Returns once the task reaches its next interrupted or terminal state, which can take as long as
    * the turn does: pass a `timeoutMs` larger than the default request timeout when that matters.
    */
-  async sendMessage(message: A2AMessage, opts?: { timeoutMs?: number }): Promise<A2AStreamResponse> {
-    const result = await this.call("SendMessage", messageParams(message), opts?.timeoutMs);
+  async sendMessage(message: A2AMessage, opts?: { timeoutMs?: number; span?: TraceSpan }): Promise<A2AStreamResponse> {
+    const result = await this.call("SendMessage", messageParams(message), message.taskId, opts?.span ?? NO_SPAN, opts?.timeoutMs);
     const decoded = decodeStreamResult(result);
     if (!("task" in decoded) && !("message" in decoded)) throw invalidFrame();
     return decoded;
   }
 
-  async getTask(taskId: string, historyLength = 100): Promise<A2ATask> {
-    return decodeTask(await this.call("GetTask", { id: taskId, historyLength }));
+  async getTask(taskId: string, historyLength = 100, span: TraceSpan = NO_SPAN): Promise<A2ATask> {
+    return decodeTask(await this.call("GetTask", { id: taskId, historyLength }, taskId, span));
   }
 
-  async cancelTask(taskId: string): Promise<A2ATask> {
-    return decodeTask(await this.call("CancelTask", { id: taskId }));
+  async cancelTask(taskId: string, span: TraceSpan = NO_SPAN): Promise<A2ATask> {
+    return decodeTask(await this.call("CancelTask", { id: taskId }, taskId, span));
   }
 
   /** iac-code pipeline recovery (a2a-upstream §5.5); 404 = nothing known for that task. */
-  pipelineState(taskId: string, afterSequence: number): Promise<PipelineState | null> {
-    return fetchPipelineState(this.routes, taskId, afterSequence);
+  pipelineState(taskId: string, afterSequence: number, span: TraceSpan = NO_SPAN): Promise<PipelineState | null> {
+    return this.rest("PipelineState", taskId, span, (routes) => fetchPipelineState(routes, taskId, afterSequence));
   }
 
   /**
    * iac-code explicit session restore (newer kernels); false = the session cannot be restored,
    * "unsupported" = the kernel has no such route (iac-code 0.13 and plain A2A servers).
    */
-  ensureSessionRestored(body: { cwd: string; sessionId: string; taskId?: string }): Promise<boolean | "unsupported"> {
-    return requestSessionRestore(this.routes, body);
+  ensureSessionRestored(body: { cwd: string; sessionId: string; taskId?: string }, span: TraceSpan = NO_SPAN): Promise<boolean | "unsupported"> {
+    return this.rest("RestoreSession", body.taskId, span, (routes) => requestSessionRestore(routes, body));
   }
 
   /**
    * This client with every stream it opens paced by `flow`: the next upstream chunk is read only once
    * `flow.ready()` settles (a full client socket, a durable write in flight), so a slow reader holds the
-   * kernel's stream back instead of growing a buffer.
+   * kernel's stream back instead of growing a buffer. Every call is a child span of `span`.
    */
-  pacedBy(flow: FlowGate): PacedUpstream {
+  pacedBy(flow: FlowGate | undefined, span: TraceSpan = NO_SPAN): PacedUpstream {
+    const opts: StreamOptions = { ...(flow && { flow }), span };
     return {
-      sendStreamingMessage: (message) => this.sendStreamingMessage(message, { flow }),
-      subscribeToTask: (taskId) => this.subscribeToTask(taskId, { flow }),
-      sendMessage: (message, opts) => this.sendMessage(message, opts),
-      getTask: (taskId, historyLength) => this.getTask(taskId, historyLength),
-      cancelTask: (taskId) => this.cancelTask(taskId),
-      pipelineState: (taskId, afterSequence) => this.pipelineState(taskId, afterSequence),
-      ensureSessionRestored: (body) => this.ensureSessionRestored(body),
+      sendStreamingMessage: (message) => this.sendStreamingMessage(message, opts),
+      subscribeToTask: (taskId) => this.subscribeToTask(taskId, opts),
+      sendMessage: (message, options) => this.sendMessage(message, { ...options, span }),
+      getTask: (taskId, historyLength) => this.getTask(taskId, historyLength, span),
+      cancelTask: (taskId) => this.cancelTask(taskId, span),
+      pipelineState: (taskId, afterSequence) => this.pipelineState(taskId, afterSequence, span),
+      ensureSessionRestored: (body) => this.ensureSessionRestored(body, span),
     };
   }
 
@@ -158,12 +162,43 @@ export class A2AClient {
     await this.agent.destroy();
   }
 
-  private stream(method: string, params: unknown, flow: FlowGate | undefined): Observable<A2AStreamResponse> {
+  private stream(method: string, params: unknown, taskId: string | undefined, opts: StreamOptions | undefined): Observable<A2AStreamResponse> {
     return new Observable<A2AStreamResponse>((subscriber) => {
       const abort = new AbortController();
-      this.pump(method, params, flow, subscriber, abort);
+      this.pump(method, params, opts?.flow, subscriber, abort, this.callSpan(opts?.span ?? NO_SPAN, method, taskId));
       return () => abort.abort();
     });
+  }
+
+  /** A kernel call's own span (a client span under the run's), or NO_SPAN when tracing is off. */
+  private callSpan(parent: TraceSpan, method: string, taskId: string | undefined): TraceSpan {
+    if (parent === NO_SPAN) return NO_SPAN;
+    return parent.child(`a2a/${method}`, {
+      kind: "client",
+      attributes: {
+        [ATTR.rpcSystem]: "jsonrpc",
+        [ATTR.rpcMethod]: method,
+        [ATTR.serverAddress]: this.base.hostname,
+        [ATTR.serverPort]: Number(this.base.port || (this.base.protocol === "https:" ? 443 : 80)),
+        [ATTR.taskId]: taskId,
+      },
+    });
+  }
+
+  /** An iac-code REST route, traced and with the traceparent header like a JSON-RPC call. */
+  private async rest<T>(name: string, taskId: string | undefined, parent: TraceSpan, send: (routes: RestTransport) => Promise<T>): Promise<T> {
+    const span = this.callSpan(parent, name, taskId);
+    if (span === NO_SPAN) return send(this.routes);
+    const headers = { ...this.baseHeaders };
+    span.inject(headers);
+    try {
+      return await send({ ...this.routes, headers });
+    } catch (error) {
+      failCall(span, error);
+      throw error;
+    } finally {
+      span.end();
+    }
   }
 
   /** Chained, not awaited: a stream that sits idle for hours holds no suspended async frame. */
@@ -173,13 +208,14 @@ export class A2AClient {
     flow: FlowGate | undefined,
     subscriber: Subscriber<A2AStreamResponse>,
     abort: AbortController,
+    span: TraceSpan,
   ): void {
     const idle = new IdleWatch(this.idleTimeoutMs, () => abort.abort());
     this.post(method, params, "text/event-stream", {
       signal: abort.signal,
       // Silence on a stream is normal (a permission wait can last minutes); idleTimeoutMs governs it instead.
       bodyTimeout: 0,
-    })
+    }, span)
       .then(async (res) => {
         if (!isSuccess(res.statusCode)) {
           res.body.dump().catch(() => undefined);
@@ -193,21 +229,28 @@ export class A2AClient {
         return readSseBody(res.body, subscriber, flow, idle);
       })
       .catch((error: unknown) => {
-        if (!subscriber.closed) subscriber.error(idle.fired ? a2aUnavailable() : classify(error));
+        const failure = idle.fired ? a2aUnavailable() : classify(error);
+        // An abort because the run stopped reading is no failure of the call.
+        if (!subscriber.closed) {
+          failCall(span, failure);
+          subscriber.error(failure);
+        }
       })
       .finally(() => {
+        span.end();
         idle.stop();
         // Ends the request on every early exit (bad frame, unsubscribe, idle) so the socket is not left half-read.
         abort.abort();
       });
   }
 
-  private async call(method: string, params: unknown, timeoutMs?: number): Promise<unknown> {
+  private async call(method: string, params: unknown, taskId: string | undefined, parent: TraceSpan, timeoutMs?: number): Promise<unknown> {
+    const span = this.callSpan(parent, method, taskId);
     try {
       const res = await this.post(method, params, "application/json", {
         bodyTimeout: timeoutMs ?? this.requestTimeoutMs,
         headersTimeout: timeoutMs ?? this.requestTimeoutMs,
-      });
+      }, span);
       if (!isSuccess(res.statusCode)) {
         res.body.dump().catch(() => undefined);
         throw a2aUnavailable();
@@ -218,7 +261,11 @@ export class A2AClient {
       if (envelope.result === undefined) throw invalidFrame();
       return envelope.result;
     } catch (error) {
-      throw classify(error);
+      const failure = classify(error);
+      failCall(span, failure);
+      throw failure;
+    } finally {
+      span.end();
     }
   }
 
@@ -227,13 +274,16 @@ export class A2AClient {
     params: unknown,
     accept: string,
     timing: { signal?: AbortSignal; bodyTimeout: number; headersTimeout?: number },
+    span: TraceSpan,
   ): Promise<Dispatcher.ResponseData> {
     const started = performance.now();
+    const headers: Record<string, string> = { ...this.baseHeaders, "Content-Type": "application/json", Accept: accept };
+    span.inject(headers);
     const response = request(this.base, {
       dispatcher: this.agent,
       method: "POST",
       idempotent: this.multiplex,
-      headers: { ...this.baseHeaders, "Content-Type": "application/json", Accept: accept },
+      headers,
       body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params }),
       signal: timing.signal,
       headersTimeout: timing.headersTimeout ?? this.requestTimeoutMs,
@@ -244,6 +294,12 @@ export class A2AClient {
     if (observe) response.then(() => observe(method, (performance.now() - started) / 1000), () => undefined);
     return response;
   }
+}
+
+/** The kernel's JSON-RPC error code is kept beside the failure's own code (A2AJsonRpcError, A2A_UNAVAILABLE, …). */
+function failCall(span: TraceSpan, error: unknown): void {
+  if (error instanceof A2AJsonRpcError) span.set({ "rpc.jsonrpc.error_code": error.code });
+  span.fail(errorCodeOf(error));
 }
 
 function messageParams(message: A2AMessage): unknown {

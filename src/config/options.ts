@@ -287,6 +287,12 @@ export const OPTIONS = {
     flag: "--validate-events", env: ["IAC_CODE_AGUI_VALIDATE_EVENTS"], yamlKey: "validate_events",
     description: "Check every outgoing AG-UI event against the schema.",
   }),
+  tracing: option({
+    // Unset: on exactly when the standard OTLP endpoint variables are (src/ops/trace.ts tracingWanted).
+    kind: "boolean", schema: flag().optional(), defaultText: "off (on when OTEL_EXPORTER_OTLP_ENDPOINT is set)",
+    flag: "--tracing", env: ["IAC_CODE_AGUI_TRACING"], yamlKey: "tracing",
+    description: "Export OpenTelemetry traces over OTLP/HTTP; the OTEL_* variables configure the exporter.",
+  }),
   console: option({
     kind: "boolean", schema: flag().optional(), defaultText: "false (true with --demo)",
     flag: "--console", yamlKey: "console", description: "Serve the browser console.",

@@ -19,6 +19,8 @@ import { metricsText, type GatewayMetrics } from "../ops/metrics.js";
 import { ANONYMOUS, callerLogFields, type Caller } from "../runs/caller.js";
 import { identify, wwwAuthenticate, type Authenticate } from "./auth.js";
 import { limitUserRequests, type UserRequestLimit } from "./limits.js";
+import { ATTR, NO_SPAN, TRACING_OFF, type GatewayTracer } from "../ops/trace.js";
+import { requestSpans, type TracedState } from "./tracing.js";
 
 export const MAX_REQUEST_BYTES = 12 * 1024 * 1024;
 export const MAX_CANCEL_BYTES = 64 * 1024;
@@ -46,9 +48,14 @@ export interface AppOptions {
   bodyTimeoutMs?: number;
   /** A shared state store's readiness, shown on /health (which stays 200: readiness is not liveness). */
   stateStore?: () => { kind: string; status: string };
+  /** OpenTelemetry tracing of the API routes (default off). */
+  tracer?: GatewayTracer;
 }
 
-interface State {
+/** The agent a run invokes, as the GenAI conventions name it (the run span is "invoke_agent iac-code"). */
+export const AGENT_NAME = "iac-code";
+
+interface State extends TracedState {
   language: Language;
   /** This request's share of the body budget, held until its handler is done with the body. */
   bodyLease?: BodyLease;
@@ -118,10 +125,12 @@ export function createApp(options: AppOptions): Koa<State> {
     });
   }
 
-  router.post("/", requireAuth, requireJson, holdsBody, async (ctx) => {
+  const traced = requestSpans(options.tracer ?? TRACING_OFF);
+  const runSpan = traced(`invoke_agent ${AGENT_NAME}`, "/", { [ATTR.operation]: "invoke_agent", [ATTR.agentName]: AGENT_NAME });
+  router.post("/", requireAuth, runSpan, requireJson, holdsBody, async (ctx) => {
     const body = await readJsonBody(ctx, MAX_REQUEST_BYTES, RUN_BODY);
     ctx.state.language = normalizeLanguage(peekPreferredLanguage(body)) ?? ctx.state.language;
-    const session = await admitRequest(options, body, ctx.state.language, callerOf(ctx));
+    const session = await admitRequest(options, body, ctx.state.language, callerOf(ctx), ctx.state.span ?? NO_SPAN);
     ctx.respond = false;
     startRunStream(options, ctx, session);
   });
@@ -145,19 +154,21 @@ export function createApp(options: AppOptions): Koa<State> {
     ctx.status = 204;
   });
 
-  router.post("/extensions/iac-code/v1/executions/:executionId/cancel", requireAuth, requireJson, holdsBody, async (ctx) => {
+  const cancelRoute = "/extensions/iac-code/v1/executions/:executionId/cancel";
+  router.post(cancelRoute, requireAuth, traced("agui.cancel", cancelRoute), requireJson, holdsBody, async (ctx) => {
     const body = await readJsonBody(ctx, MAX_CANCEL_BYTES, CANCEL_BODY);
     const { threadId, rosInvocationId } = body;
     if (typeof threadId !== "string" || threadId === "" || typeof rosInvocationId !== "string" || rosInvocationId === "") {
       throw new GatewayError(400, "INVALID_INPUT", messageText("cancel.idsRequired"));
     }
     const executionId = ctx.params.executionId!;
-    const outcome = await options.runs.cancel({ executionId, threadId, rosInvocationId, caller: callerOf(ctx) });
+    const outcome = await options.runs.cancel({ executionId, threadId, rosInvocationId, caller: callerOf(ctx) }, ctx.state.span);
     if (outcome === "not_found") throw new GatewayError(404, "EXECUTION_NOT_FOUND", messageText("execution.notFound"));
     ctx.body = { executionId, status: outcome };
   });
 
-  router.post("/extensions/iac-code/v1/executions/:executionId/subscribe", requireAuth, requireJson, holdsBody, async (ctx) => {
+  const observeRoute = "/extensions/iac-code/v1/executions/:executionId/subscribe";
+  router.post(observeRoute, requireAuth, traced("agui.observe", observeRoute), requireJson, holdsBody, async (ctx) => {
     const body = await readJsonBody(ctx, MAX_CANCEL_BYTES, CANCEL_BODY);
     const { threadId, runId, rosInvocationId } = body;
     const strings = [threadId, runId, rosInvocationId].every((v) => typeof v === "string" && v !== "");
@@ -165,9 +176,10 @@ export function createApp(options: AppOptions): Koa<State> {
     if (!strings || !known) throw new GatewayError(400, "INVALID_INPUT", messageText("observe.invalid"));
     const language = ctx.state.language;
     const observation = { executionId: ctx.params.executionId!, threadId: threadId as string, runId: runId as string, rosInvocationId: rosInvocationId as string, language, caller: callerOf(ctx) };
-    const events = await options.runs.observe(observation);
+    const span = ctx.state.span ?? NO_SPAN;
+    const events = await options.runs.observe(observation, span);
     ctx.respond = false;
-    startObservationStream(options, ctx, events, language);
+    startObservationStream(options, ctx, events, language, span);
   });
 
   // Koa reports socket errors (a client hanging up mid-stream) here; they are not the gateway's failures.

@@ -12,13 +12,20 @@ import { buildUserParts } from "../runs/parts.js";
 import { runDigest, type RunSession } from "../runs/service.js";
 import type { AppOptions } from "./app.js";
 import { acceptsProto, writeSse } from "./sse.js";
+import { ATTR, NO_SPAN, type TraceSpan } from "../ops/trace.js";
 
 /**
  * Validates the body, builds the user's parts and checks the workspace (creating nothing), then hands the run to
  * admission. Refusals are thrown GatewayErrors; a refused request leaves no trace.
  */
-export async function admitRequest(options: AppOptions, body: Record<string, unknown>, language: Language, caller: Caller): Promise<RunSession> {
+export async function admitRequest(options: AppOptions, body: Record<string, unknown>, language: Language, caller: Caller, span: TraceSpan = NO_SPAN): Promise<RunSession> {
   const request = withCallerUserId(parseRunAgentInput(body), caller);
+  span.set({
+    [ATTR.threadId]: request.threadId,
+    [ATTR.conversationId]: request.threadId,
+    [ATTR.runId]: request.runId,
+    [ATTR.runMode]: request.iacCode.runMode,
+  });
   if (request.ignoredForwardedProps > 0) options.metrics?.forwardedPropsIgnored.inc(request.ignoredForwardedProps);
   const workspace = await checkCwd(request.iacCode.cwd, options.allowedRoots);
   let parts: ReturnType<typeof buildUserParts> = [];
@@ -30,7 +37,7 @@ export async function admitRequest(options: AppOptions, body: Record<string, unk
     messageId = message.id;
   }
   const runLanguage = normalizeLanguage(request.iacCode.preferredLanguage) ?? language;
-  return await options.runs.admit({ request, digest: runDigest(body), workspace, parts, messageId, language: runLanguage, caller });
+  return await options.runs.admit({ request, digest: runDigest(body), workspace, parts, messageId, language: runLanguage, caller, span });
 }
 
 /**
@@ -76,7 +83,7 @@ export function startRunStream(options: AppOptions, ctx: Context, session: RunSe
  * Streams a read-only observation on the response. Not awaited by the route, as startRunStream: the request's
  * body budget is given back when the stream starts, not when it ends.
  */
-export function startObservationStream(options: AppOptions, ctx: Context, events: Observable<AguiOutput>, language: Language): void {
+export function startObservationStream(options: AppOptions, ctx: Context, events: Observable<AguiOutput>, language: Language, span: TraceSpan = NO_SPAN): void {
   const res = ctx.res;
   void writeSse(res, () => events, {
     proto: acceptsProto(ctx.get("Accept")),
@@ -85,8 +92,12 @@ export function startObservationStream(options: AppOptions, ctx: Context, events
       options.logger.error({ err: error }, "an observed event could not be written");
       options.metrics?.streamWriteFailures.inc();
     },
-  }).catch((error: unknown) => {
-    options.logger.error({ err: error }, "observation stream failed");
-    res.destroy();
-  });
+  })
+    .then((ended) => span.set({ "agui.observe.ended": ended }))
+    .catch((error: unknown) => {
+      options.logger.error({ err: error }, "observation stream failed");
+      span.fail("STREAM_FAILED");
+      res.destroy();
+    })
+    .finally(() => span.end());
 }

@@ -14,6 +14,7 @@ import { cancelTask, type RunDeps } from "./run-context.js";
 import { RunSession, type RunTicket } from "./run-session.js";
 import type { LockedThread } from "./thread-repository.js";
 import { admit, isRefusal } from "./transitions.js";
+import { ATTR, NO_SPAN, inSpan, type TraceSpan } from "../ops/trace.js";
 
 export function runDigest(body: unknown): string {
   return createHash("sha256").update(canonicalJson(body), "utf8").digest("hex");
@@ -36,26 +37,34 @@ export interface RunCandidate {
   language: Language;
   /** Who asks (src/runs/caller.ts); the request's userId is already bound to it (withCallerUserId). */
   caller: Caller;
+  /** The run's span (the request's), which the run keeps until its end. */
+  span?: TraceSpan;
 }
 
 export async function admitRun(deps: RunDeps, candidate: RunCandidate, accepting: () => boolean): Promise<RunSession> {
   const { threadId } = candidate.request;
-  await deps.threads.awaitOthersRelease(threadId, ADMISSION_CLAIM_WAIT_MS);
-  return deps.threads.locked(threadId, async (thread) => {
-    if (!accepting()) throw admission.shuttingDown();
-    // With a shared store, a thread held by another replica (or by a run of ours) is only read: the run-id
-    // checks still answer first, then THREAD_BUSY. Only a claimed thread is recovered and changed.
-    const { claimed } = await deps.threads.claim(threadId);
-    try {
-      return await admitLocked(deps, thread, candidate, claimed);
-    } catch (error) {
-      if (claimed) await deps.threads.unclaim(threadId);
-      throw error;
-    }
+  return inSpan(candidate.span ?? NO_SPAN, "agui.admission", undefined, async (span) => {
+    await deps.threads.awaitOthersRelease(threadId, ADMISSION_CLAIM_WAIT_MS);
+    return deps.threads.locked(
+      threadId,
+      async (thread) => {
+        if (!accepting()) throw admission.shuttingDown();
+        // With a shared store, a thread held by another replica (or by a run of ours) is only read: the run-id
+        // checks still answer first, then THREAD_BUSY. Only a claimed thread is recovered and changed.
+        const { claimed } = await deps.threads.claim(threadId);
+        try {
+          return await admitLocked(deps, thread, candidate, claimed, span);
+        } catch (error) {
+          if (claimed) await deps.threads.unclaim(threadId);
+          throw error;
+        }
+      },
+      span,
+    );
   });
 }
 
-async function admitLocked(deps: RunDeps, thread: LockedThread, candidate: RunCandidate, claimed: boolean): Promise<RunSession> {
+async function admitLocked(deps: RunDeps, thread: LockedThread, candidate: RunCandidate, claimed: boolean, admissionSpan: TraceSpan): Promise<RunSession> {
   const { request, language } = candidate;
   const { threadId, runId, iacCode } = request;
   const stored = await thread.read();
@@ -81,12 +90,18 @@ async function admitLocked(deps: RunDeps, thread: LockedThread, candidate: RunCa
     interruptsOf: (pending) => interruptsOf(pending, (english, lang) => localize(normalizeLanguage(lang) ?? language, english)),
   });
   if (isRefusal(admitted)) throw admitted.refused;
-  if (abandoned) await readRecovered(deps, thread);
-  if (admitted.expiredTaskId !== undefined) void cancelTask(deps, admitted.expiredTaskId);
+  if (abandoned) await readRecovered(deps, thread, admissionSpan);
+  if (admitted.expiredTaskId !== undefined) void cancelTask(deps, admitted.expiredTaskId, admissionSpan);
   // A resume's workspace is made once its answers are to be delivered (prepareResume): a refused answer leaves none.
   const workspace = admitted.kind === "turn" ? await prepareWorkspace(candidate.workspace) : undefined;
   const requestId = randomUUID();
-  const logger = deps.logger.child({ requestId, threadId, runId, ...callerLogFields(candidate.caller) });
+  const span = candidate.span ?? NO_SPAN;
+  const { executionId } = admitted.record.execution;
+  span.set({ [ATTR.runKind]: admitted.kind, [ATTR.executionId]: executionId, "agui.request_id": requestId });
+  const parkedSpan = admitted.kind === "resume" ? before?.execution.parkedSpan : undefined;
+  // The resume follows from the run that parked: an operator goes from one to the other, whatever process ran it.
+  if (parkedSpan) span.link(parkedSpan);
+  const logger = deps.logger.child({ requestId, threadId, runId, ...callerLogFields(candidate.caller), ...span.logFields });
   const ticket: RunTicket = {
     request,
     record: admitted.record,
@@ -99,6 +114,8 @@ async function admitLocked(deps: RunDeps, thread: LockedThread, candidate: RunCa
     logger,
     interruptedRunId: before?.execution.interruptedRunId,
     workspace: candidate.workspace,
+    span,
+    parkedSpan,
   };
   const session = new RunSession(deps, ticket);
   deps.live.add(session);

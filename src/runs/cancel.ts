@@ -7,6 +7,7 @@ import { isTaskAlreadyTerminal, isTaskNotFound, toRunError } from "../a2a/error-
 import { messageText } from "../i18n/index.js";
 import type { Caller } from "./caller.js";
 import { admission } from "./errors.js";
+import { ATTR, NO_SPAN, inSpan, type TraceSpan } from "../ops/trace.js";
 import type { RunDeps } from "./run-context.js";
 import { readRecovered } from "./recovery.js";
 import type { LockedThread } from "./thread-repository.js";
@@ -20,6 +21,8 @@ export interface CancelRequest {
   rosInvocationId: string;
   /** Absent on a relayed cancel: the replica that relayed it checked the caller. */
   caller?: Caller;
+  /** A relayed cancel: the relaying span's W3C traceparent, so the owner's work joins the same trace. */
+  traceparent?: string;
 }
 
 /**
@@ -33,7 +36,15 @@ export const RELAYED_CANCEL_TIMEOUT_MS = 10_000;
 /** A thread can change hands while a cancel is relayed; after this many hand-overs the cancel gives up. */
 const CANCEL_ATTEMPTS = 3;
 
-export async function cancelExecution(deps: RunDeps, request: CancelRequest): Promise<CancelOutcome> {
+/** `span`: the cancel request's; the kernel's CancelTask and the durable write are its children, the outcome its attribute. */
+export async function cancelExecution(deps: RunDeps, request: CancelRequest, span: TraceSpan = NO_SPAN): Promise<CancelOutcome> {
+  span.set({ [ATTR.threadId]: request.threadId, [ATTR.executionId]: request.executionId });
+  const outcome = await cancelWhereRunning(deps, request, span);
+  span.set({ "agui.cancel.outcome": outcome });
+  return outcome;
+}
+
+async function cancelWhereRunning(deps: RunDeps, request: CancelRequest, span: TraceSpan): Promise<CancelOutcome> {
   // Relayed without the caller: the caller was checked here.
   const { caller, ...cancel } = request;
   const { threadId } = cancel;
@@ -42,14 +53,14 @@ export async function cancelExecution(deps: RunDeps, request: CancelRequest): Pr
     const record = await deps.threads.read(threadId);
     if (record && !mayUse(caller, record)) return "not_found";
   }
-  if (!deps.threads.shared || deps.live.has(threadId)) return deps.threads.locked(threadId, (thread) => cancelLocked(deps, thread, cancel, false));
+  if (!deps.threads.shared || deps.live.has(threadId)) return deps.threads.locked(threadId, (thread) => cancelLocked(deps, thread, cancel, false, span), span);
   return deps.threads.locked(threadId, async (thread) => {
     for (let attempt = 0; attempt < CANCEL_ATTEMPTS; attempt++) {
       let claim = await deps.threads.claim(threadId);
       // A run of ours was admitted since the check above: it is cancelled here, under the lock we hold.
-      if (!claim.claimed && claim.heldBy === deps.threads.replicaId) return cancelLocked(deps, thread, cancel, false);
+      if (!claim.claimed && claim.heldBy === deps.threads.replicaId) return cancelLocked(deps, thread, cancel, false, span);
       if (!claim.claimed) {
-        const relayed = await relayCancel(deps, claim.heldBy, cancel);
+        const relayed = await relayCancel(deps, claim.heldBy, cancel, span);
         if (relayed !== "gone" && relayed !== "notOwner") return relayed;
         // The owner let the thread go meanwhile: claim it ourselves. The owner is gone: take its lease over.
         if (relayed === "notOwner") continue;
@@ -57,19 +68,27 @@ export async function cancelExecution(deps: RunDeps, request: CancelRequest): Pr
         if (!claim.claimed) continue;
       }
       try {
-        return await cancelLocked(deps, thread, cancel, true);
+        return await cancelLocked(deps, thread, cancel, true, span);
       } finally {
         await deps.threads.unclaim(threadId);
       }
     }
     throw new RunError("A2A_UNAVAILABLE", messageText("a2a.unavailable"));
-  });
+  }, span);
 }
 
 /** Asks the replica holding the thread to cancel: its outcome, "notOwner", or "gone" (nobody listens, or no answer). */
-async function relayCancel(deps: RunDeps, owner: string, cancel: CancelRequest): Promise<CancelOutcome | "notOwner" | "gone"> {
+async function relayCancel(deps: RunDeps, owner: string, cancel: CancelRequest, parent: TraceSpan): Promise<CancelOutcome | "notOwner" | "gone"> {
   if (!deps.relay) return "gone";
-  const relayed = await deps.relay.request(owner, "cancel", cancel, RELAYED_CANCEL_TIMEOUT_MS);
+  const relay = deps.relay;
+  const relayed = await inSpan(parent, "agui.cancel.relay", { kind: "client", attributes: { "agui.replica.owner": owner } }, async (span) => {
+    const headers: Record<string, string> = {};
+    span.inject(headers);
+    const payload: CancelRequest = { ...cancel, ...(headers.traceparent !== undefined && { traceparent: headers.traceparent }) };
+    const answer = await relay.request(owner, "cancel", payload, RELAYED_CANCEL_TIMEOUT_MS);
+    span.set({ "agui.relay.answered": answer.answered });
+    return answer;
+  });
   if (relayed.answered) return outcomeOf(relayed.reply);
   if (relayed.reason === "unavailable") throw admission.stateUnavailable();
   if (relayed.reason !== "no-subscriber" && relayed.reason !== "timeout") {
@@ -86,12 +105,26 @@ async function relayCancel(deps: RunDeps, owner: string, cancel: CancelRequest):
  */
 export async function answerRelayedCancel(deps: RunDeps, payload: unknown): Promise<CancelReply> {
   if (!isCancelRequest(payload)) return { failed: "INVALID_INPUT" };
+  const { traceparent } = payload as { traceparent?: unknown };
+  // Only a relay that was traced is: the owner's part is a span under the relaying replica's.
+  const span =
+    deps.tracer.enabled && typeof traceparent === "string"
+      ? deps.tracer.fromRequest("agui.cancel.relayed", { traceparent }, { attributes: { [ATTR.threadId]: payload.threadId, [ATTR.executionId]: payload.executionId } })
+      : NO_SPAN;
   try {
-    return await deps.threads.locked(payload.threadId, async (thread) =>
-      deps.live.has(payload.threadId) ? { outcome: await cancelLocked(deps, thread, payload, false) } : { notOwner: true as const },
+    const reply = await deps.threads.locked(
+      payload.threadId,
+      async (thread) => (deps.live.has(payload.threadId) ? { outcome: await cancelLocked(deps, thread, payload, false, span) } : { notOwner: true as const }),
+      span,
     );
+    span.set({ "agui.cancel.outcome": "outcome" in reply ? reply.outcome : "not_owner" });
+    return reply;
   } catch (error) {
-    return { failed: error instanceof RunError ? error.code : "A2A_UNAVAILABLE" };
+    const code = error instanceof RunError ? error.code : "A2A_UNAVAILABLE";
+    span.fail(code);
+    return { failed: code };
+  } finally {
+    span.end();
   }
 }
 
@@ -100,9 +133,9 @@ export async function answerRelayedCancel(deps: RunDeps, payload: unknown): Prom
  * gone): its task may live in another replica's kernel, and its run is this cancel's to end — recovering it first
  * would cancel it and answer "already_terminal".
  */
-async function cancelLocked(deps: RunDeps, thread: LockedThread, cancel: CancelRequest, claimedHere: boolean): Promise<CancelOutcome> {
+async function cancelLocked(deps: RunDeps, thread: LockedThread, cancel: CancelRequest, claimedHere: boolean, span: TraceSpan = NO_SPAN): Promise<CancelOutcome> {
   const { executionId, threadId, rosInvocationId } = cancel;
-  const record = claimedHere ? await thread.read() : await readRecovered(deps, thread);
+  const record = claimedHere ? await thread.read() : await readRecovered(deps, thread, span);
   if (!record) return "not_found";
   const execution = record.execution;
   if (execution.executionId !== executionId) {
@@ -112,7 +145,7 @@ async function cancelLocked(deps: RunDeps, thread: LockedThread, cancel: CancelR
   if (!deps.live.has(threadId) && !hasPending(record) && execution.taskId === null) return "already_terminal";
   if (execution.taskId !== null) {
     try {
-      await deps.kernel.cancelTask(execution.taskId);
+      await deps.kernel.cancelTask(execution.taskId, span);
     } catch (error) {
       if (!isTaskAlreadyTerminal(error) && !(claimedHere && isTaskNotFound(error))) throw toRunError(error, "A2A_UNAVAILABLE");
     }

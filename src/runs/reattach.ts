@@ -7,9 +7,11 @@ import { runDigestOf } from "../state/windows.js";
 import type { Caller } from "./caller.js";
 import { admission } from "./errors.js";
 import type { RunDeps } from "./run-context.js";
+import type { PacedUpstream } from "../a2a/index.js";
 import { snapshotThenLive } from "./task-frames.js";
 import { mayUse } from "./transitions.js";
 import { isTaskNotFound } from "../a2a/error-mapping.js";
+import { ATTR, NO_SPAN, type TraceSpan } from "../ops/trace.js";
 
 /** Who asks to observe which execution, with the proof of the binding. */
 export interface Observation {
@@ -22,8 +24,10 @@ export interface Observation {
   caller: Caller;
 }
 
-export async function reattach(deps: RunDeps, observation: Observation): Promise<Observable<AguiOutput>> {
+/** `span`: the observer request's; the observation's kernel calls are its children. */
+export async function reattach(deps: RunDeps, observation: Observation, span: TraceSpan = NO_SPAN): Promise<Observable<AguiOutput>> {
   const { executionId, threadId, runId, rosInvocationId, language, caller } = observation;
+  span.set({ [ATTR.threadId]: threadId, [ATTR.runId]: runId, [ATTR.executionId]: executionId });
   const record = await deps.threads.read(threadId);
   const execution = record?.execution;
   if (!record || !mayUse(caller, record) || !execution || execution.executionId !== executionId || execution.taskId === null) {
@@ -33,8 +37,10 @@ export async function reattach(deps: RunDeps, observation: Observation): Promise
     throw admission.executionNotFound();
   }
   const taskId = execution.taskId;
-  if (deps.threads.shared && !deps.live.has(threadId)) await assertKernelKnows(deps, taskId);
-  return snapshotThenLive(deps, taskId).pipe(
+  span.set({ [ATTR.taskId]: taskId });
+  const kernel = deps.kernel.pacedBy(undefined, span);
+  if (deps.threads.shared && !deps.live.has(threadId)) await assertKernelKnows(kernel, taskId);
+  return snapshotThenLive(kernel, taskId).pipe(
     createAguiPipeline({
       threadId,
       runId,
@@ -57,9 +63,9 @@ export async function reattach(deps: RunDeps, observation: Observation): Promise
 }
 
 /** With several replicas the task may live in another replica's kernel: say so before the stream starts. */
-async function assertKernelKnows(deps: RunDeps, taskId: string): Promise<void> {
+async function assertKernelKnows(kernel: PacedUpstream, taskId: string): Promise<void> {
   try {
-    await deps.kernel.getTask(taskId);
+    await kernel.getTask(taskId);
   } catch (error) {
     if (isTaskNotFound(error)) throw admission.executionElsewhere();
     // Anything else is the stream's to report, as with one replica.

@@ -4,6 +4,7 @@ import type { ThreadRecord } from "../state/thread-store.js";
 import { cancelTask, type RunDeps } from "./run-context.js";
 import type { LockedThread } from "./thread-repository.js";
 import { endExecution, hasPending, isRefusal } from "./transitions.js";
+import { ATTR, errorCodeOf, type TraceSpan } from "../ops/trace.js";
 
 /** A stored record (no run of this process holds it) whose execution names a task with no interrupt pending. */
 export function abandonedRun(deps: RunDeps, record: ThreadRecord): boolean {
@@ -16,19 +17,31 @@ export function recoveredView(deps: RunDeps, record: ThreadRecord): ThreadRecord
   return isRefusal(ended) ? record : ended;
 }
 
-/** Ends an abandoned run found in the store. Resolves with whether there was one. */
-async function recoverAbandoned(deps: RunDeps, thread: LockedThread, record: ThreadRecord): Promise<boolean> {
+/**
+ * Ends an abandoned run found in the store. Resolves with whether there was one. Traced as its own span, under the
+ * request that found it (`parent`) or, at start-up, as a trace of its own.
+ */
+async function recoverAbandoned(deps: RunDeps, thread: LockedThread, record: ThreadRecord, parent?: TraceSpan): Promise<boolean> {
   if (!abandonedRun(deps, record)) return false;
   const { taskId, executionId } = record.execution;
   deps.logger.warn({ threadId: record.threadId, taskId, executionId }, "a run was active when the gateway stopped: cancelling its A2A task");
-  await cancelTask(deps, taskId);
-  await thread.update(endExecution({ window: deps.settings.window, clearPending: false }));
+  const attributes = { [ATTR.threadId]: record.threadId, [ATTR.executionId]: executionId, [ATTR.taskId]: taskId ?? undefined };
+  const span = parent ? parent.child("agui.recovery", { attributes }) : deps.tracer.under(undefined, "agui.recovery", { attributes });
+  try {
+    await cancelTask(deps, taskId, span);
+    await thread.update(endExecution({ window: deps.settings.window, clearPending: false }));
+  } catch (error) {
+    span.fail(errorCodeOf(error));
+    throw error;
+  } finally {
+    span.end();
+  }
   return true;
 }
 
 /** The thread's record under its lock, an abandoned run found in the store recovered first (admission, cancel). */
-export function readRecovered(deps: RunDeps, thread: LockedThread): Promise<ThreadRecord | undefined> {
-  return thread.read((record) => recoverAbandoned(deps, thread, record));
+export function readRecovered(deps: RunDeps, thread: LockedThread, span?: TraceSpan): Promise<ThreadRecord | undefined> {
+  return thread.read((record) => recoverAbandoned(deps, thread, record, span));
 }
 
 /**

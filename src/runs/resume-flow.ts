@@ -25,20 +25,22 @@ export async function prepareResume(deps: RunDeps, session: RunSession): Promise
   const record = session.record;
   const { taskId } = record.execution;
   const window = deps.settings.window;
+  const { span } = ticket;
+  const kernel = deps.kernel.pacedBy(undefined, span);
   try {
-    const task = taskId !== null && hasPending(record) ? await checkTask(deps, record) : undefined;
+    const task = taskId !== null && hasPending(record) ? await checkTask(deps, kernel, record) : undefined;
     const planned = planResume(record, ticket.request.resume ?? [], task, Date.now());
     const plan = planned.plan.kind === "apply" ? encodable(planned.plan, record) : planned.plan;
     await session.commitNow(reconcilePending(planned.pending, planned.recovered, window), "state.interruptCommitFailed");
     if (plan.kind === "refused") throw plan.error;
     if (plan.kind === "apply") await prepareWorkspace(ticket.workspace);
-    const recovery = plan.kind === "apply" ? await pipelineRecovery(deps, session.record) : undefined;
+    const recovery = plan.kind === "apply" ? await pipelineRecovery(deps, kernel, session.record) : undefined;
     return { plan, ...(recovery && { recovery }) };
   } catch (error) {
     if (error instanceof ParkedElsewhere || !(error instanceof RunError)) throw error;
     // What the refusal tells the client must be durable first; a lost write ends the run as a failed write does.
     if ((error.code === "EXECUTION_EXPIRED" || error.code === "EXECUTION_LOST") && taskId !== null) {
-      if (error.code === "EXECUTION_EXPIRED") await cancelTask(deps, taskId);
+      if (error.code === "EXECUTION_EXPIRED") await cancelTask(deps, taskId, span);
       await session.commitNow(endExecution({ window, clearPending: true }), "state.interruptCommitFailed");
     } else if (error.code !== "STATE_PERSISTENCE_FAILED" && error.code !== "CANCELLED") {
       // Refused before anything reached the kernel: the interrupts still wait, and so may the run that ended at them.
@@ -73,15 +75,15 @@ export function plannedFrames(deps: RunDeps, upstream: PacedUpstream, session: R
 }
 
 /** Session restore and task identity before anything is sent (reference-adapter §4.4 steps 2–3). */
-async function checkTask(deps: RunDeps, record: ThreadRecord): Promise<A2ATask> {
+async function checkTask(deps: RunDeps, kernel: PacedUpstream, record: ThreadRecord): Promise<A2ATask> {
   const taskId = record.execution.taskId!;
   if (record.iacCodeSessionId !== null) {
-    const restored = await deps.kernel.ensureSessionRestored({ cwd: record.cwd, sessionId: record.iacCodeSessionId, taskId });
+    const restored = await kernel.ensureSessionRestored({ cwd: record.cwd, sessionId: record.iacCodeSessionId, taskId });
     if (restored === false) throw await lostHere(deps, record, messageText("resume.sessionUnavailable"));
   }
   let task: A2ATask;
   try {
-    task = await deps.kernel.getTask(taskId);
+    task = await kernel.getTask(taskId);
   } catch (error) {
     if (isTaskNotFound(error)) throw await lostHere(deps, record, messageText("resume.taskUnavailable"));
     throw toRunError(error, "A2A_UNAVAILABLE");
@@ -117,8 +119,9 @@ async function lostHere(deps: RunDeps, record: ThreadRecord, english: string): P
 
 async function cancelByAnswer(deps: RunDeps, session: RunSession): Promise<never> {
   const { taskId } = session.record.execution;
+  const { span } = session.ticket;
   try {
-    if (taskId !== null) await deps.kernel.cancelTask(taskId);
+    if (taskId !== null) await deps.kernel.cancelTask(taskId, span);
   } catch (error) {
     if (!isTaskAlreadyTerminal(error)) throw toRunError(error, "A2A_UNAVAILABLE");
   }
@@ -186,14 +189,15 @@ function answerMessage(session: RunSession, answer: PlannedAnswer, messageId: st
 /** The kernel took these answers: record them so a replay never applies them twice. */
 function accept(session: RunSession, answers: PlannedAnswer[]): Promise<void> {
   const taken = answers.map((answer) => ({ interruptId: answer.entry.interruptId, digest: answer.digest }));
+  session.answered(taken.map((t) => t.interruptId));
   return session.commitNow(applyAnswers(taken, session.window), "state.answerCommitFailed");
 }
 
 /** What parallel pipeline work emitted while the run was parked (reference-adapter §4.4 step 5). */
-async function pipelineRecovery(deps: RunDeps, record: ThreadRecord): Promise<A2AStreamResponse | undefined> {
+async function pipelineRecovery(deps: RunDeps, kernel: PacedUpstream, record: ThreadRecord): Promise<A2AStreamResponse | undefined> {
   const execution = record.execution;
   if (execution.taskId === null || (execution.pipelineSequence === 0 && execution.pipelineOpenSteps.length === 0)) return undefined;
-  const state = await deps.kernel.pipelineState(execution.taskId, execution.pipelineSequence).catch((error: unknown) => {
+  const state = await kernel.pipelineState(execution.taskId, execution.pipelineSequence).catch((error: unknown) => {
     deps.logger.warn({ err: error, taskId: execution.taskId }, "pipeline recovery failed");
     return null;
   });

@@ -3,6 +3,7 @@
 import type { Logger } from "pino";
 import type { A2AClient } from "../a2a/index.js";
 import type { GatewayMetrics } from "../ops/metrics.js";
+import { NO_SPAN, type GatewayTracer, type TraceSpan } from "../ops/trace.js";
 import type { ThreadStore } from "../state/thread-store.js";
 import type { LiveRuns } from "./live-runs.js";
 import type { ThreadRepository } from "./thread-repository.js";
@@ -28,6 +29,8 @@ export interface RunServiceOptions {
   relay?: ReplicaRelay;
   /** --max-active-runs-per-user. */
   userRuns?: UserRunLimit;
+  /** OpenTelemetry tracing (default off). */
+  tracer?: GatewayTracer;
 }
 
 /** Request/reply between the replicas that share a store (Redis pub/sub). */
@@ -61,13 +64,14 @@ export interface RunDeps {
   readonly settings: RunSettings;
   readonly relay: ReplicaRelay | undefined;
   readonly live: LiveRuns;
+  readonly tracer: GatewayTracer;
 }
 
 /** Nobody will read this A2A task again: stop it upstream (failures are logged, never thrown). */
-export async function cancelTask(deps: RunDeps, taskId: string | null | undefined): Promise<void> {
+export async function cancelTask(deps: RunDeps, taskId: string | null | undefined, span: TraceSpan = NO_SPAN): Promise<void> {
   if (taskId === null || taskId === undefined) return;
   try {
-    await deps.kernel.cancelTask(taskId);
+    await deps.kernel.cancelTask(taskId, span);
   } catch (error) {
     deps.logger.warn({ err: error, taskId }, "CancelTask failed");
   }

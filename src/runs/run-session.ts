@@ -19,8 +19,9 @@ import {
 import type { FlowGate, PacedUpstream } from "../a2a/index.js";
 import { runErrorOf } from "../errors.js";
 import { localize, messageText, normalizeLanguage, type Language } from "../i18n/index.js";
-import { recordRun } from "../ops/metrics.js";
-import type { ThreadRecord } from "../state/thread-store.js";
+import { recordRun, runOutcomeOf } from "../ops/metrics.js";
+import { ATTR, type TraceSpan } from "../ops/trace.js";
+import type { ParkedSpan, ThreadRecord } from "../state/thread-store.js";
 import type { RunRequest } from "./input.js";
 import type { CheckedWorkspace } from "./cwd.js";
 import { declaresAgui1 } from "./protocol.js";
@@ -60,6 +61,10 @@ export interface RunTicket {
   readonly interruptedRunId: string | undefined;
   /** The checked workspace; a turn's is made at admission, a resume's once its answers are to be delivered. */
   readonly workspace: CheckedWorkspace;
+  /** The run's span, from admission to the run's end; its kernel calls and durable writes are its children. */
+  readonly span: TraceSpan;
+  /** A resume: the span of the run that parked at the interrupts it answers (tracing was on then). */
+  readonly parkedSpan: ParkedSpan | undefined;
 }
 
 export class RunSession {
@@ -77,6 +82,8 @@ export class RunSession {
   private terminal: AguiEvent | undefined;
   /** Nobody will read the A2A task after this run: its end cancels it (a lost write, a lost lease, a cancel race). */
   private abandonsTask = false;
+  /** The wait at the interrupts was reported (once, when the kernel took the first answer). */
+  private waitReported = false;
   /** Settles once the run's end has settled, whenever it begins. */
   private readonly endSettled: Promise<void>;
   private settleEnd!: () => void;
@@ -106,13 +113,14 @@ export class RunSession {
 
   /** The run's AG-UI stream. Unsubscribing before its terminal event is a client disconnect. */
   events(flow: FlowGate): Observable<AguiOutput> {
-    const upstream = this.deps.kernel.pacedBy({ ready: () => this.writing ?? flow.ready() });
+    const upstream = this.deps.kernel.pacedBy({ ready: () => this.writing ?? flow.ready() }, this.ticket.span);
     return defer(() => this.framesOfKind(upstream)).pipe(
       commitBeforeEmit<AguiOutput, AguiEvent>({
         commit: (item) => (item.type === EventType.RUN_FINISHED || item.type === EventType.RUN_ERROR ? this.end(item as AguiEvent) : undefined),
         onFailure: (error) => (this.terminal = runErrorOf(error, this.ticket.language)),
       }),
-      finalize(() => this.deps.live.track(this.end(undefined).then(() => this.report()))),
+      // Reported however the end went: a run whose end could not be made durable is logged, counted and its span ended too.
+      finalize(() => this.deps.live.track(this.end(undefined).then(() => this.report(), () => this.report()))),
     );
   }
 
@@ -218,17 +226,25 @@ export class RunSession {
     }
     if (item.type === EventType.RUN_FINISHED && (item as { outcome?: { type: string } }).outcome?.type === "interrupt") {
       const { threads } = this.deps;
-      return this.commitNow(
+      const { span, kind } = this.ticket;
+      const parked = this.commitNow(
         parkInterrupts({
           executionId,
           runId: this.ticket.request.runId,
           // A re-show parks nothing in our kernel: the task stays wherever it was parked, and the pending set as
           // it is (its synthetic frame lists the inputs as pending permissions, which would mark them sideband).
-          ...(threads.shared && this.ticket.kind !== "reshow" && { parkedBy: threads.replicaId }),
-          pending: this.ticket.kind === "reshow" ? [] : this.parking,
+          ...(threads.shared && kind !== "reshow" && { parkedBy: threads.replicaId }),
+          pending: kind === "reshow" ? [] : this.parking,
+          // A re-show leaves the wait where it began.
+          ...(span.ref && kind !== "reshow" && { span: { ...span.ref, parkedAt: new Date().toISOString() } }),
         }),
         "state.interruptCommitFailed",
       );
+      parked.then(() => {
+        const ids = Object.keys(this.known.execution.pending);
+        span.event("agui.interrupts.announced", { [ATTR.interruptCount]: ids.length, [ATTR.interruptIds]: ids.join(",") });
+      }, noop);
+      return parked;
     }
     return undefined;
   }
@@ -248,7 +264,7 @@ export class RunSession {
   commitNow(transition: Transition, failure: Parameters<typeof messageText>[0]): Promise<void> {
     const staged = this.staged;
     this.staged = [];
-    const write = this.deps.threads.update(this.ticket.request.threadId, inOrder(...staged, transition)).then(
+    const write = this.deps.threads.update(this.ticket.request.threadId, inOrder(...staged, transition), this.ticket.span).then(
       (record) => {
         this.known = record;
       },
@@ -286,7 +302,7 @@ export class RunSession {
     await this.writing;
     const parked = hasPending(this.known) && !this.abandonsTask;
     const cancelled = !parked && (this.abandonsTask || abandonsTask(terminal));
-    if (cancelled) await cancelTask(deps, this.known.execution.taskId);
+    if (cancelled) await cancelTask(deps, this.known.execution.taskId, ticket.span);
     let durable = true;
     await deps.threads.locked(threadId, async (thread) => {
       deps.live.remove(this);
@@ -304,10 +320,10 @@ export class RunSession {
       deps.threads.letGo(threadId);
       // A shared store's lease goes after the last write: from now on any replica may take the thread.
       if (!(await deps.threads.unclaim(threadId))) durable = false;
-    });
+    }, ticket.span);
     if (!durable && terminal !== undefined) {
       // Fail closed: a run whose end is not durable leaves no task behind that the state does not know of.
-      if (!parked && !cancelled) await cancelTask(deps, this.known.execution.taskId);
+      if (!parked && !cancelled) await cancelTask(deps, this.known.execution.taskId, ticket.span);
       throw new RunError("STATE_PERSISTENCE_FAILED", messageText("state.releaseFailed"));
     }
   }
@@ -322,9 +338,29 @@ export class RunSession {
     return new RunError("STATE_PERSISTENCE_FAILED", messageText("state.leaseLost"));
   }
 
+  /**
+   * The kernel took answers to the interrupts: an event on this run's span and, the first time, the wait itself as
+   * a span under the run that parked (begun when it parked, in whatever process), linked to this run.
+   */
+  answered(interruptIds: readonly string[]): void {
+    const { span, parkedSpan } = this.ticket;
+    span.event("agui.interrupts.answered", { [ATTR.interruptCount]: interruptIds.length, [ATTR.interruptIds]: interruptIds.join(",") });
+    if (this.waitReported || !parkedSpan || !span.ref) return;
+    this.waitReported = true;
+    const startTime = Date.parse(parkedSpan.parkedAt);
+    this.deps.tracer
+      .under(parkedSpan, "agui.interrupt.wait", {
+        links: [span.ref],
+        startTime,
+        attributes: { [ATTR.threadId]: this.ticket.request.threadId, [ATTR.interruptIds]: interruptIds.join(","), "agui.resume.run_id": this.ticket.request.runId },
+      })
+      .end();
+  }
+
   private report(): void {
     const { deps, ticket, terminal } = this;
     logRun(ticket, this.known, terminal);
+    traceRun(ticket, this.known, terminal);
     deps.settings.onActivity?.();
     const metrics = deps.settings.metrics;
     if (metrics) {
@@ -371,13 +407,47 @@ function abandonsTask(terminal: AguiEvent | undefined): boolean {
   return terminal.type === EventType.RUN_ERROR && (code === "A2A_UNAVAILABLE" || code === "A2A_PROTOCOL_ERROR");
 }
 
+type Terminal =
+  | { type?: string; code?: string; outcome?: { type: string }; usage?: { inputTokens?: number; outputTokens?: number; provider?: string; model?: string }[] }
+  | undefined;
+
+function outcomeOf(t: Terminal): string {
+  return t === undefined ? "disconnected" : t.type === EventType.RUN_ERROR ? "error" : (t.outcome?.type ?? "success");
+}
+
+/** The run's span gets its outcome and the kernel's token counts, and ends with the run. */
+function traceRun(ticket: RunTicket, record: ThreadRecord, terminal: AguiEvent | undefined): void {
+  const { span } = ticket;
+  if (!span.ref) return;
+  const t = terminal as Terminal;
+  const usage = t?.usage;
+  span.set({
+    [ATTR.outcome]: runOutcomeOf(terminal).outcome,
+    [ATTR.taskId]: record.execution.taskId ?? record.execution.lastTaskId ?? undefined,
+    ...(usage?.length && {
+      [ATTR.inputTokens]: usage.reduce((n, u) => n + (u.inputTokens ?? 0), 0),
+      [ATTR.outputTokens]: usage.reduce((n, u) => n + (u.outputTokens ?? 0), 0),
+      // Named only when the kernel used one provider (one model) for the whole run.
+      [ATTR.providerName]: onlyOne(usage.map((u) => u.provider)),
+      [ATTR.responseModel]: onlyOne(usage.map((u) => u.model)),
+    }),
+  });
+  if (t?.code !== undefined) span.fail(t.code);
+  span.end();
+}
+
+function onlyOne(values: readonly (string | undefined)[]): string | undefined {
+  const distinct = new Set(values);
+  return distinct.size === 1 ? values[0] : undefined;
+}
+
 function logRun(ticket: RunTicket, record: ThreadRecord, terminal: AguiEvent | undefined): void {
-  const t = terminal as { type?: string; code?: string; outcome?: { type: string } } | undefined;
+  const t = terminal as Terminal;
   ticket.logger.info(
     {
       executionId: record.execution.executionId,
       taskId: record.execution.taskId ?? record.execution.lastTaskId,
-      outcome: t === undefined ? "disconnected" : t.type === EventType.RUN_ERROR ? "error" : (t.outcome?.type ?? "success"),
+      outcome: outcomeOf(t),
       ...(t?.code !== undefined && { code: t.code }),
       durationMs: Date.now() - ticket.startedAt,
     },

@@ -6,6 +6,7 @@ import type { Observable } from "rxjs";
 import type { AguiOutput } from "../../operators/index.js";
 import type { FlowGate } from "../a2a/index.js";
 import { DEFAULT_RUN_ID_WINDOW } from "../state/windows.js";
+import { NO_SPAN, TRACING_OFF, type TraceSpan } from "../ops/trace.js";
 import { admitRun, type RunCandidate } from "./admission.js";
 import { answerRelayedCancel, cancelExecution, type CancelOutcome, type CancelRequest } from "./cancel.js";
 import { LiveRuns } from "./live-runs.js";
@@ -40,6 +41,7 @@ export class RunService {
       logger: options.logger,
       relay: options.relay,
       live: new LiveRuns(),
+      tracer: options.tracer ?? TRACING_OFF,
       settings: {
         interruptTtlMs: options.interruptTtlMs,
         heartbeatMs: options.heartbeatMs,
@@ -93,12 +95,13 @@ export class RunService {
     return session.events(flow);
   }
 
-  observe(observation: Observation): Promise<Observable<AguiOutput>> {
-    return reattach(this.deps, observation);
+  /** `span`: the observer request's, which the kernel calls of the observation are children of. */
+  observe(observation: Observation, span: TraceSpan = NO_SPAN): Promise<Observable<AguiOutput>> {
+    return reattach(this.deps, observation, span);
   }
 
-  cancel(cancel: CancelRequest): Promise<CancelOutcome> {
-    return cancelExecution(this.deps, cancel);
+  cancel(cancel: CancelRequest, span: TraceSpan = NO_SPAN): Promise<CancelOutcome> {
+    return cancelExecution(this.deps, cancel, span);
   }
 
   /** The owner's threads, a page at a time; undefined for a cursor this gateway did not make. */

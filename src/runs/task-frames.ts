@@ -5,7 +5,6 @@ import type { A2AStreamResponse, A2ATask } from "../../operators/index.js";
 import { buildIacCodeMetadata, buildUserMessage, type PacedUpstream } from "../a2a/index.js";
 import { isKernelAnswer, toRunError } from "../a2a/error-mapping.js";
 import type { ThreadRecord } from "../state/thread-store.js";
-import type { RunDeps } from "./run-context.js";
 import type { RunTicket } from "./run-session.js";
 
 export function turnFrames(upstream: PacedUpstream, ticket: RunTicket): Observable<A2AStreamResponse> {
@@ -34,12 +33,12 @@ export function followTask(upstream: PacedUpstream, taskId: string): Observable<
 }
 
 /** Read-only: the task's snapshot, then its live frames; an idle task (-32001) has nothing more to say. */
-export function snapshotThenLive(deps: RunDeps, taskId: string): Observable<A2AStreamResponse> {
-  const snapshot = defer(() => deps.kernel.getTask(taskId)).pipe(
+export function snapshotThenLive(kernel: PacedUpstream, taskId: string): Observable<A2AStreamResponse> {
+  const snapshot = defer(() => kernel.getTask(taskId)).pipe(
     map((task): A2AStreamResponse => ({ task: withoutText(task) })),
     catchError((error: unknown) => throwError(() => toRunError(error, "A2A_UNAVAILABLE"))),
   );
-  const live = deps.kernel.subscribeToTask(taskId).pipe(
+  const live = kernel.subscribeToTask(taskId).pipe(
     // An idle task answers -32001: the snapshot already said all there is.
     catchError((error: unknown) => (isKernelAnswer(error) ? EMPTY : throwError(() => toRunError(error, "A2A_UNAVAILABLE")))),
   );

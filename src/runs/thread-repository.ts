@@ -8,6 +8,7 @@ import type { Logger } from "pino";
 import { StateUnavailableError, isSharedThreadStore, type OwnedPage, type SharedThreadStore, type ThreadRecord, type ThreadStore } from "../state/thread-store.js";
 import { pageOfRecords } from "../state/owned-threads.js";
 import { timeResult, type GatewayMetrics } from "../ops/metrics.js";
+import { ATTR, NO_SPAN, inSpan, type TraceSpan } from "../ops/trace.js";
 import { admission } from "./errors.js";
 import { KeyedLock } from "./keyed-lock.js";
 import { hasPending, isRefusal, type Transition } from "./transitions.js";
@@ -182,14 +183,17 @@ export class ThreadRepository {
     if (record && !hasPending(record)) this.loaded.delete(threadId);
   }
 
-  /** Runs `task` alone among the tasks of this thread in this process, with the thread's record at hand. */
-  locked<T>(threadId: string, task: (thread: LockedThread) => Promise<T>): Promise<T> {
-    return this.lock.run(threadId, () => task(this.handle(threadId)));
+  /**
+   * Runs `task` alone among the tasks of this thread in this process, with the thread's record at hand. Its durable
+   * writes are child spans of `span`.
+   */
+  locked<T>(threadId: string, task: (thread: LockedThread) => Promise<T>, span: TraceSpan = NO_SPAN): Promise<T> {
+    return this.lock.run(threadId, () => task(this.handle(threadId, span)));
   }
 
   /** Applies `transition` to the thread's current record under its lock, writes the result and resolves with it. */
-  update(threadId: string, transition: Transition): Promise<ThreadRecord> {
-    return this.locked(threadId, (thread) => thread.update(transition));
+  update(threadId: string, transition: Transition, span: TraceSpan = NO_SPAN): Promise<ThreadRecord> {
+    return this.locked(threadId, (thread) => thread.update(transition), span);
   }
 
   /** The loaded record, else the stored one; outside the lock (a read-only look, e.g. the observer route). */
@@ -197,7 +201,9 @@ export class ThreadRepository {
     return this.load(threadId);
   }
 
-  private handle(threadId: string): LockedThread {
+  private handle(threadId: string, span: TraceSpan): LockedThread {
+    const write = (record: ThreadRecord) =>
+      span === NO_SPAN ? this.write(record) : inSpan(span, "agui.state.write", { attributes: { [ATTR.threadId]: threadId } }, () => this.write(record));
     return {
       read: (recover) => this.load(threadId, recover),
       update: async (transition) => {
@@ -205,10 +211,10 @@ export class ThreadRepository {
         if (!current) throw new StateUnavailableError("the thread has no record to change");
         const next = transition(current);
         if (isRefusal(next)) throw next.refused;
-        await this.write(next);
+        await write(next);
         return next;
       },
-      write: (record) => this.write(record),
+      write,
       restore: (before) => this.restore(threadId, before),
     };
   }

@@ -7,7 +7,7 @@ import { RunError, type PendingInterrupt, type ProjectionFact } from "../../oper
 import { UPSTREAM_LIMITS, isBoundedId, oversizedFrame } from "../a2a/limits.js";
 import { contextIdForThread } from "../a2a/index.js";
 import { messageText } from "../i18n/index.js";
-import type { AppliedResumeDigest, ExecutionRecord, PendingEntry, ThreadRecord } from "../state/thread-store.js";
+import type { AppliedResumeDigest, ExecutionRecord, ParkedSpan, PendingEntry, ThreadRecord } from "../state/thread-store.js";
 import { idRecord, runDigestOf, withAppliedDigest, withEntries, withRunDigest, withTerminalExecution, withTextSegment } from "../state/windows.js";
 import { type Caller, ownerOf } from "./caller.js";
 import { admission } from "./errors.js";
@@ -241,6 +241,8 @@ export interface Parking {
   parkedBy?: string;
   /** The interrupts announced, each with the input it answers; empty for a re-show (the pending set stays as it is). */
   pending: readonly PendingInterrupt[];
+  /** With tracing on, the parking run's span: the wait is reported under it when the answer comes. */
+  span?: ParkedSpan;
 }
 
 /** The run ends at its interrupts: they are stored (with their expiry) before they are announced. */
@@ -260,6 +262,7 @@ export const parkInterrupts =
       pending,
       interruptedRunId: parking.runId,
       ...(parking.parkedBy !== undefined && { parkedBy: parking.parkedBy }),
+      ...(parking.span !== undefined && { parkedSpan: parking.span }),
     });
   };
 
@@ -270,9 +273,10 @@ export const parkInterrupts =
 export const endExecution =
   ({ window, clearPending }: { window: number; clearPending: boolean }): Transition =>
   (record) => {
-    const { executionId, taskId, lastTaskId } = record.execution;
+    const { executionId, taskId, lastTaskId, parkedSpan: _waitOver, ...execution } = record.execution;
     return {
-      ...withExecution(record, { taskId: null, lastTaskId: taskId ?? lastTaskId, ...(clearPending && { pending: idRecord<PendingEntry>() }) }),
+      ...record,
+      execution: { ...execution, executionId, taskId: null, lastTaskId: taskId ?? lastTaskId, ...(clearPending && { pending: idRecord<PendingEntry>() }) },
       terminalExecutionIds: withTerminalExecution(record.terminalExecutionIds, executionId, window),
     };
   };

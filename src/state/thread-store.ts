@@ -33,6 +33,20 @@ export interface ExecutionRecord {
    * kernel does not know the task asks whether that one still runs before it gives the interrupt up.
    */
   parkedBy?: string;
+  /**
+   * With tracing on: the span of the run that parked at the pending interrupts, and when. The resume's trace links
+   * to it and the wait is reported under it, across a restart. Ids and a time only.
+   */
+  parkedSpan?: ParkedSpan;
+}
+
+export interface ParkedSpan {
+  /** 32 lowercase hex digits. */
+  traceId: string;
+  /** 16 lowercase hex digits. */
+  spanId: string;
+  /** ISO-8601 UTC. */
+  parkedAt: string;
 }
 
 export interface AppliedResumeDigest {

@@ -48,6 +48,13 @@ const storedExecution = z.strictObject({
   pending,
   interruptedRunId: nonEmptyString.optional(),
   parkedBy: nonEmptyString.max(256).optional(),
+  parkedSpan: z
+    .strictObject({
+      traceId: z.string().regex(/^[0-9a-f]{32}$/, "not a 32-digit lowercase hex trace id"),
+      spanId: z.string().regex(/^[0-9a-f]{16}$/, "not a 16-digit lowercase hex span id"),
+      parkedAt: z.iso.datetime({ offset: true }),
+    })
+    .optional(),
   textSnapshotDigests: z.array(digest).optional(),
 });
 

@@ -216,10 +216,11 @@ export async function postCancel(
   gatewayUrl: string,
   executionId: string,
   body: { threadId: string; rosInvocationId: string },
+  headers: Record<string, string> = {},
 ): Promise<{ status: number; json: any }> {
   const response = await fetch(new URL(`extensions/iac-code/v1/executions/${encodeURIComponent(executionId)}/cancel`, gatewayUrl), {
     method: "POST",
-    headers: { "Content-Type": "application/json" },
+    headers: { "Content-Type": "application/json", ...headers },
     body: JSON.stringify(body),
   });
   const text = await response.text();
@@ -275,12 +276,17 @@ export interface CliGateway {
   kill(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Spawns `node dist/src/cli.js <args>` and waits for its "listening on <url>" line (at most `timeoutMs`). */
-// The bound is for a process that never comes up: on a loaded machine a start (node, imports, the listen) takes seconds.
-export function startCli(args: string[], env: Record<string, string>, timeoutMs = 30_000): Promise<CliGateway> {
+/**
+ * Spawns `node dist/src/cli.js <args>` and waits for its "listening on <url>" line (at most `timeoutMs`: the bound is for
+ * a process that never comes up; on a loaded machine a start takes seconds). The child gets this process's environment
+ * with `env` over it, less the variables named in `unset`.
+ */
+export function startCli(args: string[], env: Record<string, string>, timeoutMs = 30_000, unset: readonly string[] = []): Promise<CliGateway> {
+  const inherited = { ...process.env };
+  for (const name of unset) delete inherited[name];
   const child = spawn(process.execPath, [CLI_PATH, ...args], {
     cwd: REPO,
-    env: { ...process.env, ...env },
+    env: { ...inherited, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stdout = "";

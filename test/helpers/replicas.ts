@@ -52,7 +52,8 @@ export interface Replicas {
   close(): Promise<void>;
 }
 
-export async function startReplicas(): Promise<Replicas> {
+/** `env`: more variables for every gateway process (e.g. the OTLP endpoint). */
+export async function startReplicas(env: Record<string, string> = {}): Promise<Replicas> {
   ensureCliBuilt();
   const children: CliGateway[] = [];
   const redis = await startRedis();
@@ -64,7 +65,7 @@ export async function startReplicas(): Promise<Replicas> {
   const spawn = async (kernelUrl = kernel.url): Promise<CliGateway> => {
     const args = ["--a2a-url", kernelUrl, "--port", "0", "--state-store", redis.url, "--lease-ttl", String(LEASE_TTL_SECONDS)];
     // The state dir is never used with --state-store; it is given so nothing lands in ~/.iac-code.
-    const child = await startCli([...args, "--state-dir", path.join(root, "state")], { IAC_CODE_AGUI_ALLOWED_CWDS: root });
+    const child = await startCli([...args, "--state-dir", path.join(root, "state")], { IAC_CODE_AGUI_ALLOWED_CWDS: root, ...env });
     children.push(child);
     return child;
   };

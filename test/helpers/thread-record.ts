@@ -26,6 +26,8 @@ export function threadRecord(threadId = "thread-1", overrides: Partial<ThreadRec
           expiresAt: "2030-01-01T00:00:00.000Z",
         },
       },
+      interruptedRunId: "run-1",
+      parkedSpan: { traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7", parkedAt: "2029-12-31T23:51:00.000Z" },
     },
     // "42" before "run-1": integer-like keys are where JSON.stringify and the stored text would differ.
     runDigests: [{ runId: "run-1", digest: DIGEST_A }, { runId: "42", digest: DIGEST_B }],
