@@ -70,6 +70,31 @@ export function pollHealth(url: string): { stop(): Promise<{ maxMs: number; samp
   };
 }
 
+/**
+ * A trivial HTTP server in a process of its own, at the gateway's priority: polled beside the gateway, it shows what the
+ * machine's own load adds to a request's latency (two busy cores delay any process), so a test can time the gateway
+ * against it instead of against the wall clock alone.
+ */
+export async function startControlServer(): Promise<{ url: string; close(): Promise<void> }> {
+  const child = spawn(
+    process.execPath,
+    ["-e", `const s=require("node:http").createServer((q,r)=>r.end("{}"));s.listen(0,"127.0.0.1",()=>console.log(s.address().port));`],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const port = await new Promise<string>((resolve, reject) => {
+    child.stdout.once("data", (c: Buffer) => resolve(c.toString("utf8").trim()));
+    child.once("exit", () => reject(new Error("the control server did not start")));
+  });
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    close: async () => {
+      child.kill("SIGKILL");
+      await exited;
+    },
+  };
+}
+
 /** An 11 MiB JSON object (valid JSON, not a RunAgentInput): read, parsed, then refused with 400. */
 export function bigJson(bytes: number): Buffer {
   const body = Buffer.alloc(bytes, 0x61);
