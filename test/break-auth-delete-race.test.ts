@@ -41,7 +41,7 @@ afterAll(async () => {
 /** The stream's terminal event, or undefined while it still streams after `ms`. */
 async function endWithin(live: LiveSse, ms: number): Promise<string | undefined> {
   let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, ms)));
+  const deadline = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
   const end = live.until((e) => e.type === "RUN_FINISHED" || e.type === "RUN_ERROR").then((e) => e?.type ?? "closed");
   try {
     return await Promise.race([end, deadline]);
