@@ -100,14 +100,25 @@ function remoteKeys(options: JwtOptions): JWTVerifyGetKey {
     ...(options.jwksCacheMaxAgeMs !== undefined && { cacheMaxAge: options.jwksCacheMaxAgeMs }),
     timeoutDuration: options.jwksTimeoutMs ?? 5_000,
   });
+  // After a failed fetch the kept keys answer alone for a while: jose would fetch again for every token, and an issuer
+  // that hangs would add its whole fetch deadline to every user request.
+  const retryAfterFailureMs = options.jwksCooldownMs ?? 30_000;
+  let failedAt: number | undefined;
   return async (header, token) => {
+    const cached = remote.jwks();
+    if (cached !== undefined && failedAt !== undefined && Date.now() - failedAt < retryAfterFailureMs) {
+      return createLocalJWKSet(cached)(header, token);
+    }
     try {
-      return await remote(header, token);
+      const key = await remote(header, token);
+      failedAt = undefined;
+      return key;
     } catch (error) {
       if (!isFetchFailure(error)) throw error;
-      const cached = remote.jwks();
-      if (cached === undefined) throw new KeySetUnavailable("no key set fetched yet", { cause: error });
-      return createLocalJWKSet(cached)(header, token);
+      failedAt = Date.now();
+      const kept = remote.jwks();
+      if (kept === undefined) throw new KeySetUnavailable("no key set fetched yet", { cause: error });
+      return createLocalJWKSet(kept)(header, token);
     }
   };
 }
