@@ -34,10 +34,19 @@ export function builtInAuthenticate(options: BuiltInAuth): Authenticate {
   };
 }
 
+function isCaller(caller: unknown): caller is Caller {
+  const { kind, userId } = (caller ?? {}) as { kind?: unknown; userId?: unknown };
+  if (kind === "trusted" || kind === "anonymous") return true;
+  return kind === "user" && typeof userId === "string" && userId !== "";
+}
+
 /** Sets ctx.state.caller for the routes behind it. */
 export function identify(authenticate: Authenticate) {
   return async (ctx: Context, next: Next) => {
-    ctx.state.caller = await authenticate(ctx);
+    const caller = await authenticate(ctx);
+    // An embedder's hook that names no one (a user without an id, an unknown kind) lets no one in.
+    if (!isCaller(caller)) throw httpErrors.unauthorized();
+    ctx.state.caller = caller;
     await next();
   };
 }

@@ -70,7 +70,7 @@ function freshExecution(executionId: string, rosInvocationId: string, lastTaskId
  * server-side caller any thread, and without auth (no users) every thread as before.
  */
 export function mayUse(caller: Caller, record: ThreadRecord): boolean {
-  return caller.kind !== "user" || record.owner === caller.userId;
+  return caller.kind !== "user" || (record.owner !== undefined && record.owner === caller.userId);
 }
 
 export function newThreadRecord(threadId: string, cwd: string, userId: string | null, rosInvocationId: string, executionId: string, owner?: string): ThreadRecord {
