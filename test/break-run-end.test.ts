@@ -3,25 +3,16 @@
 import { randomUUID } from "node:crypto";
 import type { RunAgentInput } from "@ag-ui/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { demoSessionId } from "../src/demo/index.js";
 import { streamProblems } from "./helpers/checks.js";
-import { allowOnce, demoScript, interruptsOf, postCancel, resumeInput, startDurableStack, type DurableStack } from "./helpers/durable.js";
-import { frame, promptOf, sessionEventOf, slowTurn } from "./helpers/e2e.js";
+import { allowOnce, demoWithSlowAndFailing, interruptsOf, postCancel, resumeInput, startDurableStack, type DurableStack } from "./helpers/durable.js";
+import { sessionEventOf } from "./helpers/e2e.js";
 import { eventually, finishRun, postRun } from "./helpers/replicas.js";
 import { isTerminal, type WireEvent } from "./helpers/sse.js";
 
 let stack: DurableStack;
 
 beforeAll(async () => {
-  const demo = demoScript();
-  stack = await startDurableStack({
-    script: (turn) => {
-      const prompt = promptOf(turn);
-      if (prompt.startsWith("slow")) return slowTurn(demoSessionId(turn.contextId));
-      if (prompt.startsWith("fail")) return [frame.working({ sessionId: demoSessionId(turn.contextId) }), frame.status("TASK_STATE_FAILED", { text: "boom" })];
-      return demo(turn);
-    },
-  });
+  stack = await startDurableStack({ script: demoWithSlowAndFailing() });
 });
 
 afterAll(async () => {

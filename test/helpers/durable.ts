@@ -12,11 +12,11 @@ import { fileURLToPath } from "node:url";
 import { HttpAgent, type Interrupt, type RunAgentInput } from "@ag-ui/client";
 import { expect } from "vitest";
 import type { A2AMessage, JsonObject } from "../../operators/types.js";
-import { startScriptedA2AServer, type ScriptedA2AServer, type TurnScript } from "../../src/demo/index.js";
+import { demoSessionId, startScriptedA2AServer, type ScriptedA2AServer, type TurnScript } from "../../src/demo/index.js";
 import { startGateway, type GatewayOptions, type RunningGateway } from "../../src/gateway.js";
 import type { ResumeEntry } from "../../src/runs/input.js";
 import type { FsLayer } from "../../src/state/file-store.js";
-import { expectValidRun, readSse, runInput, silentLogger, type InputOverrides, type WireEvent } from "./e2e.js";
+import { expectValidRun, frame, promptOf, readSse, runInput, silentLogger, slowTurn, type InputOverrides, type WireEvent } from "./e2e.js";
 import { e2eDemoScript } from "./pacing.js";
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -89,6 +89,17 @@ export function cancelCount(upstream: ScriptedA2AServer, taskId: string): number
 /** The demo agent at the run's pacing (pacing.ts): "deploy" asks a ros_deploy permission, the answer goes to the same task. */
 export function demoScript(): TurnScript {
   return e2eDemoScript();
+}
+
+/** The demo agent, plus "slow …" (streams for 10 s) and "fail …" (the kernel's task fails at once). */
+export function demoWithSlowAndFailing(): TurnScript {
+  const demo = demoScript();
+  return (turn) => {
+    const prompt = promptOf(turn);
+    if (prompt.startsWith("slow")) return slowTurn(demoSessionId(turn.contextId));
+    if (prompt.startsWith("fail")) return [frame.working({ sessionId: demoSessionId(turn.contextId) }), frame.status("TASK_STATE_FAILED", { text: "boom" })];
+    return demo(turn);
+  };
 }
 
 // ---- a FileThreadStore whose atomic replace can fail --------------------------------------------
