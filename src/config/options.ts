@@ -2,7 +2,7 @@
 // zod schema, flag parsing, env lookup, YAML keys and the --help text are all derived from it.
 import path from "node:path";
 import { z } from "zod";
-import { ASYMMETRIC_ALGORITHMS } from "../http/jwt.js";
+import { ASYMMETRIC_ALGORITHMS } from "../jwt-algorithms.js";
 import { redisUrlProblem } from "../state/redis-url.js";
 
 /** How a string from argv or env is turned into a typed value before validation. */

@@ -5,11 +5,7 @@ import { createPublicKey, type KeyObject } from "node:crypto";
 import { createLocalJWKSet, createRemoteJWKSet, errors, jwtVerify, type JWTVerifyGetKey } from "jose";
 import { GatewayError } from "../errors.js";
 import { messageText } from "../i18n/index.js";
-
-/** Asymmetric JWS algorithms: a key that verifies can never sign, so a public key cannot be turned into a secret. */
-export const ASYMMETRIC_ALGORITHMS: readonly string[] = [
-  "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519",
-];
+import { ASYMMETRIC_ALGORITHMS } from "../jwt-algorithms.js";
 
 /** Longer bearer tokens are refused before any parsing or crypto (real ID and access tokens are a few KiB). */
 export const MAX_BEARER_BYTES = 8 * 1024;
