@@ -52,7 +52,8 @@ const TARGETS = {
 type Key = keyof typeof TARGETS;
 
 function passes(key: Key, value: unknown): boolean | undefined {
-  if (value === undefined) return false;
+  // A key that is only reported (compareRatio without --compare-dist) has no verdict, measured or not.
+  if (value === undefined) return TARGETS[key].startsWith("reported") ? undefined : false;
   switch (key) {
     case "floorRatio":
       return (value as number) >= 0.7;
