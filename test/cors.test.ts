@@ -23,6 +23,8 @@ const API_ROUTES: [path: string, method: string][] = [
   ["/connect", "POST"],
   ["/threads", "GET"],
   ["/threads/thread-1", "GET"],
+  // A page forgets a user's thread with DELETE.
+  ["/threads/thread-1", "DELETE"],
 ];
 const REFUSED_ORIGINS = [
   "https://evil.example.com",
@@ -71,7 +73,7 @@ describe("preflights", () => {
       expect(reply.status, path).toBe(204);
       expect(reply.text, path).toBe("");
       expect(reply.headers["access-control-allow-origin"], path).toBe(APP);
-      expect(reply.headers["access-control-allow-methods"], path).toBe("GET,HEAD,POST");
+      expect(reply.headers["access-control-allow-methods"], path).toBe("GET,HEAD,POST,DELETE");
       expect(reply.headers["access-control-allow-headers"], path).toBe(CORS_ALLOWED_HEADERS.join(","));
       expect(reply.headers["access-control-max-age"], path).toBe("600");
       expect(reply.headers["access-control-allow-credentials"], path).toBeUndefined();

@@ -8,7 +8,7 @@ import type { Middleware } from "koa";
 export const CORS_ALLOWED_HEADERS = ["content-type", "authorization", "accept", "last-event-id", "traceparent", "tracestate"] as const;
 /** What a page may read besides the safelisted headers: back-off hints and auth challenges. */
 export const CORS_EXPOSED_HEADERS = ["content-type", "retry-after", "www-authenticate"] as const;
-export const CORS_ALLOWED_METHODS = ["GET", "HEAD", "POST"] as const;
+export const CORS_ALLOWED_METHODS = ["GET", "HEAD", "POST", "DELETE"] as const;
 /** How long a browser may reuse a preflight answer (Chromium caps it at 2 hours). */
 export const CORS_MAX_AGE_SECONDS = 600;
 
