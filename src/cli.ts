@@ -110,6 +110,8 @@ async function main(argv: string[]): Promise<number> {
     ...((config.console || config.demo) && { console: { demo: config.demo } }),
     idleShutdownSeconds: config.idleShutdownSeconds,
     runIdWindow: config.runIdWindow,
+    reconnectGraceSeconds: config.reconnectGraceSeconds,
+    replay: { events: config.replayEvents, mib: config.replayMib, retentionSeconds: config.replayRetentionSeconds, budgetMib: config.replayBudgetMib },
     maxActiveRunsPerUser: config.maxActiveRunsPerUser,
     userRequestLimit: config.userRequestLimit,
     userRequestIntervalSeconds: config.userRequestIntervalSeconds,

@@ -11,6 +11,8 @@ import type { AguiOutput } from "../operators/index.js";
 import { A2AClient, SECRET_METADATA_KEYS } from "./a2a/index.js";
 import { consoleRoutes } from "./console/route.js";
 import { createApp } from "./http/app.js";
+import { DEFAULT_REPLAY_BOUNDS } from "./http/replay-log.js";
+import { RunFeeds } from "./http/run-feed.js";
 import { GatewayError, errorEnvelope as envelopeOf } from "./errors.js";
 import { messageText } from "./i18n/index.js";
 import { builtInAuthenticate, type Authenticate } from "./http/auth.js";
@@ -65,6 +67,10 @@ export interface GatewayOptions {
   onIdle?: () => void;
   /** Run ids remembered per thread (default 256). */
   runIdWindow?: number;
+  /** How long a run whose client went away waits for it to reconnect (default 0: it is cancelled at once). */
+  reconnectGraceSeconds?: number;
+  /** What is kept of each run's stream for a reconnect; defaults: 10,000 events, 4 MiB, 60 s after its end, 256 MiB of ended runs in all. */
+  replay?: { events?: number; mib?: number; retentionSeconds?: number; budgetMib?: number };
   /** Client-side budgets (docs/configuration.md "Limits"); defaults: 64 MiB, 30 s, 20 s, 5 s, 16,384. */
   bodyBudgetMib?: number;
   bodyTimeoutSeconds?: number;
@@ -212,8 +218,19 @@ export async function assembleGateway(options: AssemblyOptions): Promise<Assembl
   });
   const bodyTimeoutMs = (options.bodyTimeoutSeconds ?? 30) * 1000;
   const allowedRoots = options.allowedRoots ?? allowedRootsFromEnv(process.env, process.cwd());
+  const feeds = new RunFeeds(
+    {
+      maxEvents: options.replay?.events ?? DEFAULT_REPLAY_BOUNDS.maxEvents,
+      maxBytes: options.replay?.mib !== undefined ? options.replay.mib * 1024 * 1024 : DEFAULT_REPLAY_BOUNDS.maxBytes,
+      retentionMs: options.replay?.retentionSeconds !== undefined ? options.replay.retentionSeconds * 1000 : DEFAULT_REPLAY_BOUNDS.retentionMs,
+      endedBudgetBytes: options.replay?.budgetMib !== undefined ? options.replay.budgetMib * 1024 * 1024 : DEFAULT_REPLAY_BOUNDS.endedBudgetBytes,
+    },
+    (options.reconnectGraceSeconds ?? 0) * 1000,
+    state.replay,
+  );
   const app = createApp({
     runs,
+    feeds,
     logger,
     allowedRoots,
     serverVersion: SERVER_VERSION,

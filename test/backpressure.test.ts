@@ -83,7 +83,8 @@ describe("backpressure", () => {
             buffer += chunk;
             let cut: number;
             while ((cut = buffer.indexOf("\n\n")) >= 0) {
-              const record = buffer.slice(0, cut);
+              // Each record is `id: …` then `data: …`; the data line is what is checked.
+              const record = buffer.slice(0, cut).replace(/^id: [^\n]*\n/, "");
               buffer = buffer.slice(cut + 2);
               if (record.startsWith("data: ")) received.push(record);
             }

@@ -67,6 +67,11 @@ describe("defaults", () => {
       debug: false,
       logStdout: false,
       runIdWindow: 256,
+      reconnectGraceSeconds: 0,
+      replayEvents: 10_000,
+      replayMib: 4,
+      replayRetentionSeconds: 60,
+      replayBudgetMib: 256,
       bodyBudgetMib: 64,
       bodyTimeoutSeconds: 30,
       headersTimeoutSeconds: 20,
@@ -110,6 +115,7 @@ describe("flags", () => {
       "--interrupt-ttl", "60", "--idle-shutdown", "2.5", "--heartbeat", "0.05", "--upstream-idle-timeout", "30",
       "--validate-events", "--console", "--debug", "--log-stdout", "--demo",
       "--run-id-window", "16", "--body-budget", "12", "--body-timeout", "2", "--headers-timeout", "3",
+      "--reconnect-grace", "2.5", "--replay-events", "50", "--replay-mib", "2", "--replay-retention", "9", "--replay-budget", "32",
       "--keep-alive-timeout", "4", "--max-connections", "100",
       "--state-store", "redis://127.0.0.1:6390/2", "--lease-ttl", "5",
     ]);
@@ -131,6 +137,11 @@ describe("flags", () => {
       debug: true,
       logStdout: true,
       runIdWindow: 16,
+      reconnectGraceSeconds: 2.5,
+      replayEvents: 50,
+      replayMib: 2,
+      replayRetentionSeconds: 9,
+      replayBudgetMib: 32,
       bodyBudgetMib: 12,
       bodyTimeoutSeconds: 2,
       headersTimeoutSeconds: 3,
@@ -276,6 +287,11 @@ describe("YAML file", () => {
         "debug: true",
         "log_stdout: true",
         "run-id-window: 32",
+        "reconnect_grace: 20",
+        "replay-events: 500",
+        "replay_mib: 8",
+        "replay-retention: 120",
+        "replay_budget: 64",
         "body_budget: 128",
         "body-timeout: 10",
         "headers_timeout: 5",
@@ -327,6 +343,11 @@ describe("YAML file", () => {
       debug: true,
       logStdout: true,
       runIdWindow: 32,
+      reconnectGraceSeconds: 20,
+      replayEvents: 500,
+      replayMib: 8,
+      replayRetentionSeconds: 120,
+      replayBudgetMib: 64,
       bodyBudgetMib: 128,
       bodyTimeoutSeconds: 10,
       headersTimeoutSeconds: 5,
@@ -570,7 +591,7 @@ describe("help text", () => {
     const needsValue = new Set(["--host", "--a2a-url", "--state-dir", "--config"]);
     for (const flag of listed) {
       if (flag === "--help" || flag === "-h" || flag === "--version") continue;
-      const value = flag === "--state-store" ? ["redis://127.0.0.1:6379"] : flag === "--cors-origins" ? ["https://app.example.com"] : needsValue.has(flag) ? ["/tmp"] : /port|ttl|shutdown|heartbeat|timeout|window|connections/.test(flag) ? ["1"] : flag === "--body-budget" ? ["12"] : [];
+      const value = flag === "--state-store" ? ["redis://127.0.0.1:6379"] : flag === "--cors-origins" ? ["https://app.example.com"] : needsValue.has(flag) ? ["/tmp"] : /port|ttl|shutdown|heartbeat|timeout|window|connections|grace|replay/.test(flag) ? ["1"] : flag === "--body-budget" ? ["12"] : [];
       // HTTP/2 is only for a kernel the operator points at (the demo and a managed kernel speak HTTP/1.1).
       const jwt = ["--auth-jwt-issuer", "https://issuer.example/", "--auth-jwt-audience", "agui"];
       const argv =

@@ -114,7 +114,7 @@ function forThisGateway(block: string): string {
 /** The SSE part of a block's output split into runs (each from its RUN_STARTED), and its other lines. */
 function readOutput(output: string): { runs: WireEvent[][]; other: string[] } {
   const lines = output.split("\n");
-  const sse = lines.filter((l) => l.startsWith("data: ") || l.startsWith(": ") || l === "");
+  const sse = lines.filter((l) => l.startsWith("id: ") || l.startsWith("data: ") || l.startsWith(": ") || l === "");
   // Each record ends with a blank line; the shell's own newline after the last one is not part of the stream.
   const { events, problems } = parseSse(`${sse.join("\n").replace(/\n+$/, "")}\n\n`);
   expect(problems).toEqual([]);

@@ -6,7 +6,7 @@ import { EventType } from "@ag-ui/core";
 import { Observable, config } from "rxjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AguiOutput } from "../operators/index.js";
-import { writeSse } from "../src/http/sse.js";
+import { SseResponse, writeSse } from "../src/http/sse.js";
 import { localize, messageText } from "../src/i18n/index.js";
 import { httpCall, sseEvents, streamProblems } from "./helpers/faults.js";
 import { protoEvents } from "./helpers/hostile.js";
@@ -46,8 +46,9 @@ beforeAll(async () => {
   server = createServer((req, res) => {
     const which = new URL(req.url ?? "/", "http://x").searchParams.get("bad") ?? "bigint";
     const language = new URL(req.url ?? "/", "http://x").searchParams.get("lang");
-    void writeSse(res, () => run(BAD[which]!), {
-      proto: req.headers.accept === "application/vnd.ag-ui.event+proto",
+    const proto = req.headers.accept === "application/vnd.ag-ui.event+proto";
+    void writeSse(new SseResponse(res, proto), () => run(BAD[which]!), {
+      proto,
       onFailure: (error) => {
         failures.push(error);
       },
@@ -106,7 +107,7 @@ describe("writeSse's socket writes", () => {
         writes.push(typeof chunk === "string" ? chunk : Buffer.from(chunk as Uint8Array).toString("utf8"));
         return write(chunk);
       }) as typeof res.write;
-      void writeSse(res, () => new Observable<AguiOutput>((subscriber) => events((e) => subscriber.next(e), () => subscriber.complete())));
+      void writeSse(new SseResponse(res, false), () => new Observable<AguiOutput>((subscriber) => events((e) => subscriber.next(e), () => subscriber.complete())));
     });
     await new Promise<void>((resolve) => local.listen(0, "127.0.0.1", resolve));
     try {

@@ -239,6 +239,31 @@ export const OPTIONS = {
     flag: "--upstream-idle-timeout", env: ["IAC_CODE_AGUI_UPSTREAM_IDLE_TIMEOUT"], yamlKey: "upstream_idle_timeout",
     valueName: "SECONDS", description: "Fail a run when A2A sends nothing for this long (0 = no limit).",
   }),
+  reconnectGraceSeconds: option({
+    kind: "seconds", schema: nonNegativeSeconds(), default: 0,
+    flag: "--reconnect-grace", env: ["IAC_CODE_AGUI_RECONNECT_GRACE"], yamlKey: "reconnect_grace", valueName: "SECONDS",
+    description: "How long a run whose client went away keeps running for it to reconnect with Last-Event-ID (0 = cancelled at once).",
+  }),
+  replayEvents: option({
+    kind: "count", schema: count(1), default: 10_000,
+    flag: "--replay-events", env: ["IAC_CODE_AGUI_REPLAY_EVENTS"], yamlKey: "replay_events", valueName: "N",
+    description: "Events of a run kept for a client that reconnects with Last-Event-ID (the oldest go first).",
+  }),
+  replayMib: option({
+    kind: "count", schema: count(1), default: 4,
+    flag: "--replay-mib", env: ["IAC_CODE_AGUI_REPLAY_MIB"], yamlKey: "replay_mib", valueName: "MIB",
+    description: "MiB of a run's events kept for a reconnect (the oldest go first).",
+  }),
+  replayRetentionSeconds: option({
+    kind: "seconds", schema: positiveSeconds(), default: 60,
+    flag: "--replay-retention", env: ["IAC_CODE_AGUI_REPLAY_RETENTION"], yamlKey: "replay_retention", valueName: "SECONDS",
+    description: "How long a run's events are kept after its last event (must be > 0).",
+  }),
+  replayBudgetMib: option({
+    kind: "count", schema: count(1), default: 256,
+    flag: "--replay-budget", env: ["IAC_CODE_AGUI_REPLAY_BUDGET"], yamlKey: "replay_budget", valueName: "MIB",
+    description: "MiB of ended runs' events kept in all for reconnects; over it the oldest ended run's go first.",
+  }),
   allowedCwds: option({
     // The second name is the kernel's own variable; the reference falls back to it too (§3.4).
     kind: "pathList", schema: pathList().optional(), defaultText: "the server's working directory",

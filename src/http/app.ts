@@ -12,7 +12,8 @@ import { BodyBudget, CANCEL_BODY, RUN_BODY, drainUnreadBody, parseJsonObject, re
 import { GatewayError, LimitError, errorEnvelope as envelopeOf, gatewayErrorOf } from "../errors.js";
 import { httpErrors } from "./errors.js";
 import type { StreamSelfCheck } from "./self-check.js";
-import { admitRequest, startObservationStream, startRunStream } from "./run-route.js";
+import { admitRequest, observeRun, rejoinRun, startRunStream } from "./run-route.js";
+import type { RunFeeds } from "./run-feed.js";
 import { agentCapabilities } from "./capabilities.js";
 import { crossOrigin } from "./cors.js";
 import { metricsText, type GatewayMetrics } from "../ops/metrics.js";
@@ -27,6 +28,8 @@ export const MAX_CANCEL_BYTES = 64 * 1024;
 
 export interface AppOptions {
   runs: RunService;
+  /** The runs' streams and their replay logs (Last-Event-ID, --reconnect-grace). */
+  feeds: RunFeeds;
   logger: Logger;
   allowedRoots: readonly string[];
   /** Who is asking (src/http/auth.ts); without it every caller is anonymous. */
@@ -130,6 +133,9 @@ export function createApp(options: AppOptions): Koa<State> {
   router.post("/", requireAuth, runSpan, requireJson, holdsBody, async (ctx) => {
     const body = await readJsonBody(ctx, MAX_REQUEST_BYTES, RUN_BODY);
     ctx.state.language = normalizeLanguage(peekPreferredLanguage(body)) ?? ctx.state.language;
+    // A client that lost the stream repeats the request with the id of the last event it has.
+    const lastEventId = ctx.get("Last-Event-ID");
+    if (lastEventId !== "") return rejoinRun(options, ctx, body, lastEventId, callerOf(ctx), ctx.state.span);
     const session = await admitRequest(options, body, ctx.state.language, callerOf(ctx), ctx.state.span ?? NO_SPAN);
     ctx.respond = false;
     startRunStream(options, ctx, session);
@@ -176,10 +182,7 @@ export function createApp(options: AppOptions): Koa<State> {
     if (!strings || !known) throw new GatewayError(400, "INVALID_INPUT", messageText("observe.invalid"));
     const language = ctx.state.language;
     const observation = { executionId: ctx.params.executionId!, threadId: threadId as string, runId: runId as string, rosInvocationId: rosInvocationId as string, language, caller: callerOf(ctx) };
-    const span = ctx.state.span ?? NO_SPAN;
-    const events = await options.runs.observe(observation, span);
-    ctx.respond = false;
-    startObservationStream(options, ctx, events, language, span);
+    await observeRun(options, ctx, observation, ctx.get("Last-Event-ID"), ctx.state.span ?? NO_SPAN);
   });
 
   // Koa reports socket errors (a client hanging up mid-stream) here; they are not the gateway's failures.

@@ -9,4 +9,8 @@ export const httpErrors = {
   notFound: () => new GatewayError(404, "NOT_FOUND", messageText("http.notFound")),
   methodNotAllowed: () => new GatewayError(405, "METHOD_NOT_ALLOWED", messageText("http.methodNotAllowed")),
   internal: internalError,
+  /** Last-Event-ID that cannot be answered from: malformed, another run's, ahead of the run, or on a binary stream. */
+  badCursor: (why: "malformed" | "otherRun" | "future" | "binary") => new GatewayError(400, "INVALID_LAST_EVENT_ID", messageText(`replay.${why}`)),
+  /** The run's events after the cursor are gone (kept a while only, on this replica or the shared store): connect instead. */
+  replayExpired: () => new GatewayError(409, "REPLAY_EXPIRED", messageText("replay.expired")),
 };

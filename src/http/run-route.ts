@@ -1,5 +1,6 @@
-// What the run routes hand off to once the request is read: admission of a POST / body, and the SSE
-// stream of an admitted run or of an observation, with its metrics and self-check.
+// What the run routes hand off to once the request is read: admission of a POST / body, the SSE stream of an
+// admitted run (written into its replay log, which its connection reads), a reconnect's rest of a run
+// (Last-Event-ID), and observations, with their metrics and self-check.
 import type { Context } from "koa";
 import type { Observable } from "rxjs";
 import type { AguiOutput } from "../../operators/index.js";
@@ -9,9 +10,12 @@ import { checkCwd } from "../runs/cwd.js";
 import { INPUT_ERROR_BASES, InputError } from "../input-error.js";
 import { latestUserMessage, parseRunAgentInput } from "../runs/input.js";
 import { buildUserParts } from "../runs/parts.js";
-import { runDigest, type RunSession } from "../runs/service.js";
+import { runDigest, type Observation, type RunSession } from "../runs/service.js";
 import type { AppOptions } from "./app.js";
-import { acceptsProto, writeSse } from "./sse.js";
+import { httpErrors } from "./errors.js";
+import { parseEventId } from "./replay-log.js";
+import type { RunFeed, SharedRejoin } from "./run-feed.js";
+import { SseResponse, acceptsProto, eventIdKey, writeSse, type EncodeOptions } from "./sse.js";
 import { ATTR, NO_SPAN, type TraceSpan } from "../ops/trace.js";
 
 /**
@@ -41,63 +45,150 @@ export async function admitRequest(options: AppOptions, body: Record<string, unk
 }
 
 /**
- * Streams an admitted run on the response. Not awaited by the route: the middleware chain unwinds now
- * instead of holding a suspended frame per middleware for as long as the stream lasts (hours, for a
- * parked interrupt). Everything after this point is the stream's.
+ * Streams an admitted run. Not awaited by the route: the middleware chain unwinds now instead of holding a
+ * suspended frame per middleware for as long as the stream lasts (hours, for a parked interrupt). An SSE run is
+ * encoded into its replay log and its connection owns it (reads the log, paces the run); a protobuf run has no
+ * ids and is written to its connection alone.
  */
 export function startRunStream(options: AppOptions, ctx: Context, session: RunSession): void {
   const metrics = options.metrics;
-  const { logger, language } = session.ticket;
+  const { logger, language, request } = session.ticket;
   const check = options.selfCheck?.();
-  // Counted locally and added to the metric once per stream: prom-client per event costs on the hot path.
+  // Counted locally and added to the metric once per run: prom-client per event costs on the hot path.
   const counts = new Map<string, number>();
-  const onEvent = (event: AguiOutput) => {
-    check?.onEvent(event);
-    counts.set(event.type, (counts.get(event.type) ?? 0) + 1);
-    options.onEvent?.(event);
+  const encoding: EncodeOptions = {
+    language,
+    onEvent: (event) => {
+      check?.onEvent(event);
+      counts.set(event.type, (counts.get(event.type) ?? 0) + 1);
+      options.onEvent?.(event);
+    },
+    onFailure: (error) => {
+      logger.error({ err: error }, "an event could not be written; the run ends here");
+      metrics?.streamWriteFailures.inc();
+      // The run's end (its task cancelled, its thread given back) comes before the RUN_ERROR that says so.
+      return session.ended();
+    },
   };
-  metrics?.activeStreams.inc();
-  const res = ctx.res;
-  const onFailure = (error: unknown) => {
-    logger.error({ err: error }, "an event could not be written; the run ends here");
-    metrics?.streamWriteFailures.inc();
-    // The run's end (its task cancelled, its thread given back) comes before the RUN_ERROR that says so.
-    return session.ended();
+  // A run the client walked away from is incomplete by the client's choice, not the gateway's.
+  const ended = (complete: boolean) => {
+    if (complete) check?.end();
+    for (const [type, n] of counts) metrics?.eventsOut.inc({ type }, n);
   };
-  void writeSse(res, (gate) => options.runs.stream(session, gate), { onEvent, onFailure, proto: acceptsProto(ctx.get("Accept")), language })
-    .then((ended) => {
-      // A run the client walked away from is incomplete by the client's choice, not the gateway's.
-      if (ended === "completed") check?.end();
-    })
-    .catch((error: unknown) => {
-      logger.error({ err: error }, "stream failed");
-      res.destroy();
-    })
-    .finally(() => {
-      metrics?.activeStreams.dec();
-      for (const [type, n] of counts) metrics?.eventsOut.inc({ type }, n);
-    });
+  if (acceptsProto(ctx.get("Accept"))) {
+    const response = countedResponse(options, ctx, true);
+    void writeSse(response, (gate) => options.runs.stream(session, gate), { ...encoding, proto: true }).then((how) => ended(how === "completed"));
+    return;
+  }
+  const feed = options.feeds.open(request.threadId, eventIdKey(request.runId), session.record.execution.executionId);
+  const response = countedResponse(options, ctx, false);
+  feed.start((gate) => options.runs.stream(session, gate), encoding, ended);
+  feed.own(response, 0);
 }
 
 /**
- * Streams a read-only observation on the response. Not awaited by the route, as startRunStream: the request's
- * body budget is given back when the stream starts, not when it ends.
+ * The rest of a run for a client that lost its stream: the same POST / body with Last-Event-ID. The records after
+ * the cursor exactly as first sent, then the live run (this connection owns it now), then its terminal event.
  */
-export function startObservationStream(options: AppOptions, ctx: Context, events: Observable<AguiOutput>, language: Language, span: TraceSpan = NO_SPAN): void {
-  const res = ctx.res;
-  void writeSse(res, () => events, {
-    proto: acceptsProto(ctx.get("Accept")),
-    language,
+export async function rejoinRun(options: AppOptions, ctx: Context, body: Record<string, unknown>, lastEventId: string, caller: Caller, span: TraceSpan = NO_SPAN): Promise<void> {
+  const request = withCallerUserId(parseRunAgentInput(body), caller);
+  span.set({ [ATTR.threadId]: request.threadId, [ATTR.conversationId]: request.threadId, [ATTR.runId]: request.runId, "agui.rejoin.last_event_id": lastEventId.slice(0, 300) });
+  if (acceptsProto(ctx.get("Accept"))) throw httpErrors.badCursor("binary");
+  const cursor = parseEventId(lastEventId);
+  if (!cursor) throw httpErrors.badCursor("malformed");
+  const runKey = eventIdKey(request.runId);
+  // `<runId>:0` also names the run (a client that lost the stream before its first event knows only the run id).
+  if (cursor.runId !== runKey && cursor.runId !== request.runId) throw httpErrors.badCursor("otherRun");
+  const known = await options.runs.rejoinable({ threadId: request.threadId, runId: request.runId, digest: runDigest(body), caller });
+  if (known === "unknown") throw httpErrors.badCursor("otherRun");
+  const local = options.feeds.get(request.threadId, runKey);
+  if (!local) return followShared(options, ctx, await options.feeds.fromShared(request.threadId, runKey, cursor.seq), span);
+  const feed = replayable(local, cursor.seq);
+  const response = countedResponse(options, ctx, false, span);
+  if (feed.log.ended) feed.follow(response, cursor.seq);
+  else feed.own(response, cursor.seq);
+}
+
+/** A run another replica streams (or streamed), read from the shared store. */
+function followShared(options: AppOptions, ctx: Context, shared: SharedRejoin | undefined, span: TraceSpan): void {
+  if (!shared) throw httpErrors.replayExpired();
+  if ("refused" in shared) throw shared.refused === "future" ? httpErrors.badCursor("future") : httpErrors.replayExpired();
+  shared.follow(countedResponse(options, ctx, false, span));
+}
+
+/**
+ * An observation: with the run's records still kept (this execution's), the run as its own client saw it, from
+ * Last-Event-ID or from its start; otherwise rebuilt from the kernel's snapshot, as a stream of its own that a
+ * reconnect can rejoin like a run's.
+ */
+export async function observeRun(options: AppOptions, ctx: Context, observation: Observation, lastEventId: string, span: TraceSpan = NO_SPAN): Promise<void> {
+  if (lastEventId !== "" && acceptsProto(ctx.get("Accept"))) throw httpErrors.badCursor("binary");
+  const cursor = lastEventId === "" ? undefined : parseEventId(lastEventId);
+  if (lastEventId !== "" && !cursor) throw httpErrors.badCursor("malformed");
+  const taskId = await options.runs.observable(observation, cursor !== undefined);
+  const { threadId, executionId } = observation;
+  span.set({ [ATTR.threadId]: threadId, [ATTR.runId]: observation.runId, [ATTR.executionId]: executionId, ...(taskId !== null && { [ATTR.taskId]: taskId }) });
+  const runKey = eventIdKey(observation.runId);
+  if (cursor && cursor.runId !== runKey && cursor.runId !== observation.runId) {
+    if (!cursor.runId.startsWith(`${runKey}#`)) throw httpErrors.badCursor("otherRun");
+    const feed = replayable(options.feeds.getObservation(threadId, cursor.runId), cursor.seq);
+    const response = countedResponse(options, ctx, false, span);
+    if (feed.log.ended) feed.follow(response, cursor.seq);
+    else feed.own(response, cursor.seq);
+    return;
+  }
+  const found = options.feeds.get(threadId, runKey);
+  const runFeed = found?.executionId === executionId ? found : undefined;
+  if (cursor) {
+    if (!found) return followShared(options, ctx, await options.feeds.fromShared(threadId, runKey, cursor.seq), span);
+    replayable(runFeed, cursor.seq).follow(countedResponse(options, ctx, false, span), cursor.seq);
+    return;
+  }
+  if (runFeed && "records" in runFeed.log.after(0)) {
+    span.set({ "agui.observe.source": "replay" });
+    runFeed.follow(countedResponse(options, ctx, false, span), 0);
+    return;
+  }
+  span.set({ "agui.observe.source": "kernel" });
+  const events = await options.runs.observe(observation, span);
+  const encoding: EncodeOptions = {
+    language: observation.language,
     onFailure: (error) => {
       options.logger.error({ err: error }, "an observed event could not be written");
       options.metrics?.streamWriteFailures.inc();
     },
-  })
-    .then((ended) => span.set({ "agui.observe.ended": ended }))
-    .catch((error: unknown) => {
-      options.logger.error({ err: error }, "observation stream failed");
-      span.fail("STREAM_FAILED");
-      res.destroy();
-    })
-    .finally(() => span.end());
+  };
+  if (acceptsProto(ctx.get("Accept"))) {
+    const response = countedResponse(options, ctx, true, span);
+    void writeSse(response, () => events, { ...encoding, proto: true });
+    return;
+  }
+  const feed = options.feeds.openObservation(threadId, runKey, executionId);
+  const response = countedResponse(options, ctx, false, span);
+  feed.start(() => events, encoding);
+  feed.own(response, 0);
+}
+
+/** The feed when it still has the records after `seq`; the cursor's refusal otherwise. */
+function replayable(feed: RunFeed | undefined, seq: number): RunFeed {
+  const replay = feed?.log.after(seq);
+  if (!feed || !replay) throw httpErrors.replayExpired();
+  if ("refused" in replay) throw replay.refused === "future" ? httpErrors.badCursor("future") : httpErrors.replayExpired();
+  return feed;
+}
+
+/**
+ * The stream's response, from now on the route's: counted in agui_gateway_active_streams while open. `span`: the
+ * request's (an observation, a rejoin), ended with the stream; a run's own span ends with the run instead.
+ */
+function countedResponse(options: AppOptions, ctx: Context, proto: boolean, span?: TraceSpan): SseResponse {
+  ctx.respond = false;
+  const response = new SseResponse(ctx.res, proto);
+  options.metrics?.activeStreams.inc();
+  ctx.res.once("close", () => {
+    options.metrics?.activeStreams.dec();
+    span?.set({ "agui.stream.ended": ctx.res.writableFinished ? "completed" : "disconnected" });
+    span?.end();
+  });
+  return response;
 }

@@ -1,6 +1,9 @@
-// Observable<AguiOutput> → `data: <json>\n\n` records on the HTTP response (LF only: CRLF breaks
-// @ag-ui/client's parser), `: heartbeat\n\n` for heartbeats. When the socket buffer is full the flow gate
-// closes and the A2A client stops reading upstream until 'drain', so a slow reader never grows a buffer.
+// Observable<AguiOutput> → `id: <runId>:<seq>\ndata: <json>\n\n` records (LF only: CRLF breaks @ag-ui/client's
+// parser), `: heartbeat\n\n` for heartbeats, or length-prefixed protobuf frames. Two halves: the encoder turns a
+// run's events into records for a sink (a run's replay log, or the response itself), and SseResponse writes
+// records on the socket. When the socket buffer is full the flow gate closes and the A2A client stops reading
+// upstream until 'drain', so a slow reader never grows a buffer.
+import { createHash } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import { AGUI_MEDIA_TYPE, EventEncoder } from "@ag-ui/encoder";
 import type { Observable } from "rxjs";
@@ -24,7 +27,7 @@ export class DrainGate implements FlowGate {
   private waiting: Promise<void> | undefined;
   private release: (() => void) | undefined;
 
-  constructor(private readonly res: ServerResponse) {
+  constructor(res: ServerResponse) {
     res.on("drain", () => this.open());
     res.on("close", () => this.open());
   }
@@ -46,11 +49,106 @@ export class DrainGate implements FlowGate {
   }
 }
 
-export interface SseOptions {
-  /** Sees every event before it is written (self-check, metrics). */
+/** The client asked for protobuf framing (HttpAgent's proto path sends exactly this media type). */
+export function acceptsProto(accept: string | undefined): boolean {
+  return accept !== undefined && accept.toLowerCase().includes(AGUI_MEDIA_TYPE);
+}
+
+/**
+ * The run part of the stream's event ids: the run id itself when a header can carry it as it is (printable
+ * ASCII, no edge spaces: fetch refuses other header values, and CR/LF would break the record), else `~` and a digest.
+ */
+export function eventIdKey(runId: string): string {
+  if (/^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(runId)) return runId;
+  return `~${createHash("sha256").update(runId, "utf8").digest("hex").slice(0, 32)}`;
+}
+
+/** A stream's response: headers, the records of one tick joined into one socket write, and the flow gate. */
+export class SseResponse {
+  readonly gate: DrainGate;
+  private corked = false;
+  private text = "";
+  private finished = false;
+  private readonly uncork = () => {
+    this.corked = false;
+    this.flushText();
+    this.res.uncork();
+  };
+
+  constructor(
+    readonly res: ServerResponse,
+    readonly proto: boolean,
+  ) {
+    res.writeHead(200, proto ? { ...SSE_HEADERS, "Content-Type": AGUI_MEDIA_TYPE } : SSE_HEADERS);
+    res.flushHeaders();
+    this.gate = new DrainGate(res);
+  }
+
+  /** The client is gone, or the stream was ended. */
+  get closed(): boolean {
+    return this.finished || this.res.destroyed || this.res.writableEnded;
+  }
+
+  /** Bytes written but not yet taken by the socket. */
+  get backlog(): number {
+    return this.res.writableLength + this.text.length;
+  }
+
+  // The events one upstream chunk produces leave in one socket write, not one write each: SSE records are joined
+  // into one string until the end of the tick (or until it reaches the socket's high-water mark, so the flow gate
+  // still closes in time), bytes (heartbeats, protobuf) go out corked behind them.
+  write(record: string | Uint8Array): void {
+    if (this.closed) return;
+    if (!this.corked) {
+      this.corked = true;
+      this.res.cork();
+      process.nextTick(this.uncork);
+    }
+    if (typeof record === "string") {
+      this.text += record;
+      if (this.text.length >= this.res.writableHighWaterMark) this.flushText();
+      return;
+    }
+    this.flushText();
+    if (!this.res.write(record)) this.gate.block();
+  }
+
+  heartbeat(): void {
+    if (!this.proto) this.write(HEARTBEAT_RECORD);
+  }
+
+  end(): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (!this.res.writableEnded) {
+      this.flushText();
+      this.res.end();
+    }
+  }
+
+  private flushText(): void {
+    if (this.text === "") return;
+    const chunk = this.text;
+    this.text = "";
+    if (!this.res.write(chunk)) this.gate.block();
+  }
+}
+
+/** Where encoded records go: a run's replay log, or a response directly. */
+export interface RecordSink {
+  record(record: string | Uint8Array): void;
+  heartbeat(): void;
+  /** `complete`: the terminal event was written. */
+  end(complete: boolean): void;
+}
+
+export interface EncodeOptions {
+  /** Sees every event before it is encoded (self-check, metrics). */
   onEvent?: (event: AguiOutput) => void;
-  /** Length-prefixed protobuf frames (`application/vnd.ag-ui.event+proto`) instead of SSE; no heartbeats. */
+  /** Length-prefixed protobuf frames (`application/vnd.ag-ui.event+proto`) instead of SSE: no ids, no heartbeats. */
   proto?: boolean;
+  /** SSE records carry `id: <idKey>:<seq>`, seq from 1. */
+  idKey?: string;
   /**
    * An event could not be encoded (or a hook threw): the run is unsubscribed, then called; the balanced RUN_ERROR
    * that ends the stream waits for the promise it returns (the run's end, made durable first).
@@ -60,127 +158,113 @@ export interface SseOptions {
   language?: Language;
 }
 
-/** The client asked for protobuf framing (HttpAgent's proto path sends exactly this media type). */
-export function acceptsProto(accept: string | undefined): boolean {
-  return accept !== undefined && accept.toLowerCase().includes(AGUI_MEDIA_TYPE);
-}
-
 const protoEncoder = new EventEncoder({ accept: AGUI_MEDIA_TYPE });
 
-/** Streams until the observable completes or the client goes away; resolves with which of the two happened. */
+/** Encodes the events into the sink until they end; unsubscribing the result stops them (a client that went away). */
+export function encodeInto(events: Observable<AguiOutput>, sink: RecordSink, options: EncodeOptions = {}): { unsubscribe(): void } {
+  const { idKey } = options;
+  let seq = 0;
+  const encode = (event: AguiEvent): string | Uint8Array => {
+    if (options.proto) return protoEncoder.encodeProtobuf(event);
+    const data = `data: ${JSON.stringify(event)}\n\n`;
+    return idKey === undefined ? data : `id: ${idKey}:${++seq}\n${data}`;
+  };
+  let done = false;
+  const end = () => {
+    if (done) return;
+    done = true;
+    sink.end(terminalWritten);
+  };
+  // What was written, so a stream cut short by an event we cannot encode still ends balanced.
+  const spans = new SpanLedger();
+  let terminalWritten = false;
+  let subscription: { unsubscribe(): void } | undefined;
+  let failed = false;
+  const closeWithError = () => {
+    if (!terminalWritten && !done) {
+      const timestamp = Date.now();
+      const closing: AguiEvent[] = [
+        ...spans.close(timestamp),
+        runErrorEvent(new RunError("A2A_PROTOCOL_ERROR", messageText("a2a.invalidFrame")), {
+          timestamp,
+          ...(options.language !== undefined && { translate: (english) => localize(options.language!, english) }),
+        }),
+      ];
+      for (const event of closing) {
+        try {
+          sink.record(encode(event));
+        } catch {
+          break;
+        }
+        if (spans.track(event)) terminalWritten = true;
+      }
+    }
+    end();
+  };
+  const fail = (error: unknown) => {
+    if (failed || done) return;
+    failed = true;
+    subscription?.unsubscribe();
+    let settling: void | Promise<void>;
+    try {
+      settling = options.onFailure?.(error);
+    } catch {
+      settling = undefined;
+    }
+    if (settling) void settling.then(closeWithError, closeWithError);
+    else closeWithError();
+  };
+  subscription = events.subscribe({
+    next: (event) => {
+      if (failed) return;
+      let record: string | Uint8Array | undefined;
+      try {
+        options.onEvent?.(event);
+        if (event.type !== "HEARTBEAT") record = encode(event);
+      } catch (error) {
+        return fail(error);
+      }
+      if (record === undefined) return sink.heartbeat();
+      sink.record(record);
+      if (spans.track(event)) terminalWritten = true;
+    },
+    error: end,
+    complete: end,
+  });
+  if (failed) subscription.unsubscribe();
+  return {
+    unsubscribe: () => {
+      done = true;
+      subscription.unsubscribe();
+    },
+  };
+}
+
+/**
+ * Streams on the response alone, without a replay log (protobuf clients), until the observable completes or the
+ * client goes away; resolves with which of the two happened.
+ */
 export function writeSse(
-  res: ServerResponse,
+  response: SseResponse,
   events: (gate: FlowGate) => Observable<AguiOutput>,
-  options: SseOptions = {},
+  options: EncodeOptions = {},
 ): Promise<"completed" | "disconnected"> {
   return new Promise((resolve) => {
-    res.writeHead(200, options.proto ? { ...SSE_HEADERS, "Content-Type": AGUI_MEDIA_TYPE } : SSE_HEADERS);
-    res.flushHeaders();
-    const gate = new DrainGate(res);
-    let done = false;
-    // The events one upstream chunk produces leave in one socket write, not one write each: SSE records are
-    // joined into one string until the end of the tick (or until it reaches the socket's high-water mark, so
-    // the flow gate still closes in time), bytes (heartbeats, protobuf) go out corked behind them.
-    let corked = false;
-    let text = "";
-    const flushText = () => {
-      if (text === "") return;
-      const chunk = text;
-      text = "";
-      if (!res.write(chunk)) gate.block();
-    };
-    const uncork = () => {
-      corked = false;
-      flushText();
-      res.uncork();
-    };
-    const end = () => {
-      if (done) return;
-      done = true;
-      if (!res.writableEnded) {
-        flushText();
-        res.end();
-      }
-      resolve("completed");
-    };
-    const encode = (event: AguiOutput): string | Uint8Array | undefined => {
-      if (options.proto) return event.type === "HEARTBEAT" ? undefined : protoEncoder.encodeProtobuf(event);
-      return event.type === "HEARTBEAT" ? HEARTBEAT_RECORD : `data: ${JSON.stringify(event)}\n\n`;
-    };
-    const write = (record: string | Uint8Array | undefined) => {
-      if (record === undefined) return;
-      if (!corked) {
-        corked = true;
-        res.cork();
-        process.nextTick(uncork);
-      }
-      if (typeof record === "string") {
-        text += record;
-        if (text.length >= res.writableHighWaterMark) flushText();
-        return;
-      }
-      flushText();
-      if (!res.write(record)) gate.block();
-    };
-    // What was written, so a stream cut short by an event we cannot encode still ends balanced.
-    const spans = new SpanLedger();
-    let terminalWritten = false;
-    let subscription: { unsubscribe(): void } | undefined;
-    let failed = false;
-    const closeWithError = () => {
-      if (!terminalWritten && !done) {
-        const timestamp = Date.now();
-        const closing: AguiEvent[] = [
-          ...spans.close(timestamp),
-          runErrorEvent(new RunError("A2A_PROTOCOL_ERROR", messageText("a2a.invalidFrame")), {
-            timestamp,
-            ...(options.language !== undefined && { translate: (english) => localize(options.language!, english) }),
-          }),
-        ];
-        for (const event of closing) {
-          try {
-            write(encode(event));
-          } catch {
-            break;
-          }
-        }
-      }
-      end();
-    };
-    const fail = (error: unknown) => {
-      if (failed || done) return;
-      failed = true;
-      subscription?.unsubscribe();
-      let settling: void | Promise<void>;
-      try {
-        settling = options.onFailure?.(error);
-      } catch {
-        settling = undefined;
-      }
-      if (settling) void settling.then(closeWithError, closeWithError);
-      else closeWithError();
-    };
-    subscription = events(gate).subscribe({
-      next: (event) => {
-        if (failed) return;
-        try {
-          options.onEvent?.(event);
-          write(encode(event));
-        } catch (error) {
-          return fail(error);
-        }
-        if (event.type !== "HEARTBEAT" && spans.track(event)) terminalWritten = true;
+    let ended = false;
+    const sink: RecordSink = {
+      record: (record) => response.write(record),
+      heartbeat: () => response.heartbeat(),
+      end: () => {
+        ended = true;
+        response.end();
+        resolve("completed");
       },
-      error: end,
-      complete: end,
-    });
-    if (failed) subscription.unsubscribe();
-    res.on("close", () => {
-      if (!done) {
-        done = true;
-        subscription.unsubscribe();
-        resolve("disconnected");
-      }
+    };
+    const subscription = encodeInto(events(response.gate), sink, options);
+    response.res.on("close", () => {
+      if (ended) return;
+      subscription.unsubscribe();
+      resolve("disconnected");
     });
   });
 }

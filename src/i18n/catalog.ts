@@ -328,6 +328,52 @@ export const CATALOG = {
     fr: "La requête d'observation est invalide.",
   },
 
+  "replay.malformed": {
+    en: "Last-Event-ID is not an event id of this gateway (<runId>:<seq>).",
+    zh: "Last-Event-ID 不是本网关的事件 ID（<runId>:<seq>）。",
+    ja: "Last-Event-ID がこのゲートウェイのイベント ID（<runId>:<seq>）ではありません。",
+    pt: "Last-Event-ID não é um id de evento deste gateway (<runId>:<seq>).",
+    es: "Last-Event-ID no es un id de evento de este gateway (<runId>:<seq>).",
+    de: "Last-Event-ID ist keine Ereignis-ID dieses Gateways (<runId>:<seq>).",
+    fr: "Last-Event-ID n'est pas un identifiant d'événement de cette passerelle (<runId>:<seq>).",
+  },
+  "replay.otherRun": {
+    en: "Last-Event-ID belongs to another run than the one requested.",
+    zh: "Last-Event-ID 属于另一个运行，而不是所请求的运行。",
+    ja: "Last-Event-ID は要求された実行とは別の実行のものです。",
+    pt: "Last-Event-ID pertence a outra execução que não a pedida.",
+    es: "Last-Event-ID pertenece a otra ejecución distinta de la solicitada.",
+    de: "Last-Event-ID gehört zu einem anderen Lauf als dem angefragten.",
+    fr: "Last-Event-ID appartient à une autre exécution que celle demandée.",
+  },
+  "replay.future": {
+    en: "Last-Event-ID is ahead of every event this run has sent.",
+    zh: "Last-Event-ID 超出了此运行已发送的所有事件。",
+    ja: "Last-Event-ID がこの実行で送信済みのどのイベントよりも先です。",
+    pt: "Last-Event-ID está à frente de todos os eventos que esta execução enviou.",
+    es: "Last-Event-ID va por delante de todos los eventos que esta ejecución ha enviado.",
+    de: "Last-Event-ID ist weiter als jedes Ereignis, das dieser Lauf gesendet hat.",
+    fr: "Last-Event-ID est en avance sur tous les événements envoyés par cette exécution.",
+  },
+  "replay.binary": {
+    en: "Protobuf streams carry no event ids: rebuild the thread with POST /connect.",
+    zh: "Protobuf 流不携带事件 ID：请使用 POST /connect 重建线程。",
+    ja: "Protobuf ストリームにはイベント ID がありません。POST /connect でスレッドを再構築してください。",
+    pt: "Streams protobuf não têm ids de evento: reconstrua a thread com POST /connect.",
+    es: "Los streams protobuf no llevan ids de evento: reconstruya el hilo con POST /connect.",
+    de: "Protobuf-Streams tragen keine Ereignis-IDs: den Thread mit POST /connect neu aufbauen.",
+    fr: "Les flux protobuf ne portent pas d'identifiants d'événement : reconstruisez le fil avec POST /connect.",
+  },
+  "replay.expired": {
+    en: "The events after Last-Event-ID are no longer kept: rebuild the thread with POST /connect.",
+    zh: "Last-Event-ID 之后的事件已不再保留：请使用 POST /connect 重建线程。",
+    ja: "Last-Event-ID 以降のイベントはもう保持されていません。POST /connect でスレッドを再構築してください。",
+    pt: "Os eventos depois de Last-Event-ID não são mais mantidos: reconstrua a thread com POST /connect.",
+    es: "Los eventos posteriores a Last-Event-ID ya no se conservan: reconstruya el hilo con POST /connect.",
+    de: "Die Ereignisse nach Last-Event-ID werden nicht mehr vorgehalten: den Thread mit POST /connect neu aufbauen.",
+    fr: "Les événements après Last-Event-ID ne sont plus conservés : reconstruisez le fil avec POST /connect.",
+  },
+
   // ── In-stream RUN_ERROR messages (reference §10.2) ──
   "resume.taskUnavailable": {
     en: "The A2A task to resume is unavailable.",

@@ -12,6 +12,7 @@ import { snapshotThenLive } from "./task-frames.js";
 import { mayUse } from "./transitions.js";
 import { isTaskNotFound } from "../a2a/error-mapping.js";
 import { ATTR, NO_SPAN, type TraceSpan } from "../ops/trace.js";
+import type { ThreadRecord } from "../state/thread-store.js";
 
 /** Who asks to observe which execution, with the proof of the binding. */
 export interface Observation {
@@ -24,19 +25,26 @@ export interface Observation {
   caller: Caller;
 }
 
-/** `span`: the observer request's; the observation's kernel calls are its children. */
-export async function reattach(deps: RunDeps, observation: Observation, span: TraceSpan = NO_SPAN): Promise<Observable<AguiOutput>> {
-  const { executionId, threadId, runId, rosInvocationId, language, caller } = observation;
-  span.set({ [ATTR.threadId]: threadId, [ATTR.runId]: runId, [ATTR.executionId]: executionId });
+/**
+ * The thread's record when the observation may see the execution (the caller's thread, the binding proved, the
+ * execution still running or parked unless `ended` is allowed); EXECUTION_NOT_FOUND otherwise.
+ */
+export async function observedRecord(deps: RunDeps, observation: Observation, ended = false): Promise<ThreadRecord> {
+  const { executionId, threadId, runId, rosInvocationId, caller } = observation;
   const record = await deps.threads.read(threadId);
   const execution = record?.execution;
-  if (!record || !mayUse(caller, record) || !execution || execution.executionId !== executionId || execution.taskId === null) {
-    throw admission.executionNotFound();
-  }
-  if (execution.rosInvocationId !== rosInvocationId || runDigestOf(record, runId) === undefined) {
-    throw admission.executionNotFound();
-  }
-  const taskId = execution.taskId;
+  if (!record || !mayUse(caller, record) || !execution || execution.executionId !== executionId) throw admission.executionNotFound();
+  if (execution.rosInvocationId !== rosInvocationId || runDigestOf(record, runId) === undefined) throw admission.executionNotFound();
+  if (execution.taskId === null && !ended) throw admission.executionNotFound();
+  return record;
+}
+
+/** `span`: the observer request's; the observation's kernel calls are its children. */
+export async function reattach(deps: RunDeps, observation: Observation, span: TraceSpan = NO_SPAN): Promise<Observable<AguiOutput>> {
+  const { executionId, threadId, runId, rosInvocationId, language } = observation;
+  span.set({ [ATTR.threadId]: threadId, [ATTR.runId]: runId, [ATTR.executionId]: executionId });
+  const record = await observedRecord(deps, observation);
+  const taskId = record.execution.taskId!;
   span.set({ [ATTR.taskId]: taskId });
   const kernel = deps.kernel.pacedBy(undefined, span);
   if (deps.threads.shared && !deps.live.has(threadId)) await assertKernelKnows(kernel, taskId);

@@ -12,7 +12,8 @@ import { answerRelayedCancel, cancelExecution, type CancelOutcome, type CancelRe
 import { LiveRuns } from "./live-runs.js";
 import { forgetThread, type ForgetOutcome } from "./forget.js";
 import type { Caller } from "./caller.js";
-import { reattach, type Observation } from "./reattach.js";
+import { observedRecord, reattach, type Observation } from "./reattach.js";
+import { confirmRejoin, type Rejoin } from "./reconnect.js";
 import { recoverAbandonedRuns } from "./recovery.js";
 import type { RunDeps, RunServiceOptions } from "./run-context.js";
 import type { RunSession } from "./run-session.js";
@@ -24,6 +25,7 @@ export { runDigest, type RunCandidate } from "./admission.js";
 export { toRunError } from "../a2a/error-mapping.js";
 export type { CancelOutcome, CancelRequest } from "./cancel.js";
 export type { Observation } from "./reattach.js";
+export type { Rejoin } from "./reconnect.js";
 export { MAX_THREAD_PAGE, type ThreadPage, type ThreadSummary } from "./thread-list.js";
 export type { RunServiceOptions } from "./run-context.js";
 export type { RunSession, RunTicket } from "./run-session.js";
@@ -98,6 +100,19 @@ export class RunService {
   /** `span`: the observer request's, which the kernel calls of the observation are children of. */
   observe(observation: Observation, span: TraceSpan = NO_SPAN): Promise<Observable<AguiOutput>> {
     return reattach(this.deps, observation, span);
+  }
+
+  /**
+   * The kernel's task of the execution the observation may see (EXECUTION_NOT_FOUND otherwise); `ended`: an execution
+   * that has ended may be seen too (an observer that lost its stream comes back for the rest), its task then null.
+   */
+  async observable(observation: Observation, ended = false): Promise<string | null> {
+    return (await observedRecord(this.deps, observation, ended)).execution.taskId;
+  }
+
+  /** Whether a client that lost a run's stream may have the rest of it: "unknown" for a run the thread (to the caller) never had. */
+  rejoinable(rejoin: Rejoin): Promise<"ok" | "unknown"> {
+    return confirmRejoin(this.deps, rejoin);
   }
 
   cancel(cancel: CancelRequest, span: TraceSpan = NO_SPAN): Promise<CancelOutcome> {

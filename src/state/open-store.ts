@@ -8,6 +8,7 @@ import { stateStoreObserver, type GatewayMetrics } from "../ops/metrics.js";
 import { FileThreadStore } from "./file-store.js";
 import { closeRedisConnection, createRedisConnection, redactRedisUrl, waitForRedisReady } from "./redis-connection.js";
 import { RedisRelay } from "./redis-relay.js";
+import { RedisReplay } from "./redis-replay.js";
 import { RedisThreadStore } from "./redis-store.js";
 import { MemoryThreadStore, type ThreadStore } from "./thread-store.js";
 import { MemoryUserCounters, RedisUserCounters, type UserCounters } from "./user-counters.js";
@@ -28,6 +29,8 @@ export interface OpenedStateStore {
   /** With Redis: this process's id in thread leases and on the relay. */
   replicaId?: string;
   relay?: RedisRelay;
+  /** With Redis: runs' records for a reconnect that lands on another replica. */
+  replay?: RedisReplay;
   /** Per-user limits' counters: shared by the replicas with Redis, this process's own otherwise. */
   counters: UserCounters;
   /** With Redis: for /health. */
@@ -74,6 +77,7 @@ export async function openStateStore(options: StateStoreOptions): Promise<Opened
     counters: new RedisUserCounters(client, store.prefix),
     replicaId,
     relay,
+    replay: new RedisReplay(client, connection, options.logger, store.prefix),
     health: () => {
       const status = store.readiness();
       return { kind: "redis", status: status === "ready" && lastFailedAt > lastOkAt ? "failing" : status };

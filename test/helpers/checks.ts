@@ -51,3 +51,15 @@ export function streamProblems(events: readonly WireEvent[], tolerateToolCallIds
   return problems;
 }
 
+
+/** What @ag-ui/client's own verifyEvents (the one HttpAgent runs) says of the events, replayed in order. */
+export async function clientVerifierProblems(events: readonly WireEvent[]): Promise<string[]> {
+  const { verifyEvents } = await import("@ag-ui/client");
+  const { from, lastValueFrom, toArray } = await import("rxjs");
+  try {
+    await lastValueFrom(from(events as never[]).pipe(verifyEvents(), toArray()));
+    return [];
+  } catch (error) {
+    return [`@ag-ui/client verifyEvents: ${(error as Error).message}`];
+  }
+}

@@ -1,0 +1,224 @@
+// A run's stream, apart from the connection that asked for it: the encoder writes the run's records into its
+// replay log, and connections read the log. The connection that owns the run (the POST / that started it, or a
+// reconnect that took it over) paces it; when the owner goes away the run is stopped, at once or once the
+// reconnect grace has passed without a new owner. Other readers (observers) follow without pacing it.
+import type { Observable } from "rxjs";
+import type { AguiOutput } from "../../operators/index.js";
+import type { FlowGate } from "../a2a/index.js";
+import { ReplayLog, type ReplayBounds, DEFAULT_REPLAY_BOUNDS } from "./replay-log.js";
+import { encodeInto, type EncodeOptions, type SseResponse } from "./sse.js";
+import type { RedisReplay, SharedReplayWriter } from "../state/redis-replay.js";
+
+interface Reader {
+  readonly response: SseResponse;
+  unfollow(): void;
+}
+
+export class RunFeed {
+  private owner: Reader | undefined;
+  private graceTimer: NodeJS.Timeout | undefined;
+  private encoding: { unsubscribe(): void } | undefined;
+  /** What the run reads upstream by: its owner's socket; nothing holds it back while it has no owner. */
+  readonly gate: FlowGate = { ready: () => this.owner?.response.gate.ready() };
+
+  constructor(
+    readonly log: ReplayLog,
+    private readonly graceMs: number,
+    /** The execution the run belongs to (an observation of another execution does not read it). */
+    readonly executionId: string,
+    /** A client on another replica reads the run (through the shared store): the grace waits for it. */
+    private readonly readElsewhere: () => Promise<boolean> = async () => false,
+  ) {}
+
+  /** Encodes the run into the log (records with ids); `onEnd` learns whether its terminal event went in. */
+  start(events: (gate: FlowGate) => Observable<AguiOutput>, options: EncodeOptions, onEnd: (complete: boolean) => void = () => {}): void {
+    const log = this.log;
+    this.encoding = encodeInto(
+      events(this.gate),
+      {
+        record: (record) => log.append(record as string),
+        heartbeat: () => log.heartbeat(),
+        end: (complete) => {
+          log.end(complete);
+          onEnd(complete);
+        },
+      },
+      { ...options, idKey: log.key },
+    );
+  }
+
+  /** `response` owns the run from now on, from the record after `afterSeq` (checked by the caller with log.after). */
+  own(response: SseResponse, afterSeq: number): void {
+    clearTimeout(this.graceTimer);
+    this.graceTimer = undefined;
+    const previous = this.owner;
+    const reader = read(this.log, response, afterSeq, undefined);
+    this.owner = reader;
+    // A client that reconnected is done with its old connection, whether or not the gateway had noticed it go.
+    previous?.response.end();
+    response.res.on("close", () => this.disowned(reader));
+  }
+
+  /** `response` reads along from the record after `afterSeq`, without pacing the run; one that falls behind the log's bytes is cut. */
+  follow(response: SseResponse, afterSeq: number): void {
+    read(this.log, response, afterSeq, this.log.bounds.maxBytes);
+  }
+
+  /** No owner: the run is in its reconnect grace. */
+  get detached(): boolean {
+    return this.owner === undefined && !this.log.ended;
+  }
+
+  private disowned(reader: Reader): void {
+    if (this.owner !== reader) return;
+    this.owner = undefined;
+    if (this.log.ended) return;
+    if (this.graceMs <= 0) return this.stop();
+    this.waitForOwner();
+  }
+
+  private waitForOwner(): void {
+    this.graceTimer = setTimeout(() => {
+      void this.readElsewhere().then((read) => {
+        if (this.owner || this.log.ended) return;
+        if (read) this.waitForOwner();
+        else this.stop();
+      });
+    }, this.graceMs);
+  }
+
+  /** The run is stopped as a client disconnect stops it (src/runs: its task cancelled unless parked). */
+  private stop(): void {
+    this.encoding?.unsubscribe();
+    this.log.end(false);
+  }
+}
+
+/** The log's records after `afterSeq` on the response, then the live ones, then its end. */
+function read(log: ReplayLog, response: SseResponse, afterSeq: number, maxBacklog: number | undefined): Reader {
+  const replay = log.after(afterSeq);
+  if ("records" in replay) for (const record of replay.records) response.write(record);
+  const unfollow = log.follow({
+    record: (text) => {
+      response.write(text);
+      // A reader that does not pace the run may not hold more than the log does: it can come back with its cursor.
+      if (maxBacklog !== undefined && response.backlog > maxBacklog) response.res.destroy();
+    },
+    heartbeat: () => response.heartbeat(),
+    end: () => response.end(),
+  });
+  response.res.on("close", unfollow);
+  return { response, unfollow };
+}
+
+/** A reconnect's answer from the shared store: where its records are, or why there are none. */
+export type SharedRejoin = { refused: "future" | "expired" } | { follow(response: SseResponse): void };
+
+/** The feeds of this process by thread and event-id key; each dropped `retentionMs` after its run ended. */
+export class RunFeeds {
+  private readonly feeds = new Map<string, RunFeed>();
+  /** Ended runs still kept, oldest first, and their bytes. */
+  private readonly ended = new Map<string, { log: ReplayLog; drop(): void }>();
+  private endedBytes = 0;
+  private observations = 0;
+
+  constructor(
+    readonly bounds: ReplayBounds = DEFAULT_REPLAY_BOUNDS,
+    /** --reconnect-grace: how long a run whose owner went away waits for a reconnect. */
+    readonly graceMs = 0,
+    /** With a shared state store: runs' records copied there, for a reconnect that lands on another replica. */
+    private readonly shared?: RedisReplay,
+  ) {}
+
+  /** A new run's feed (a run id is used once per thread, so there is none yet). */
+  open(threadId: string, idKey: string, executionId: string): RunFeed {
+    const shared = this.shared;
+    return this.add(feedId(threadId, idKey), idKey, executionId, shared && {
+      mirror: shared.writer(threadId, idKey),
+      readElsewhere: () => shared.isRead(threadId, idKey),
+    });
+  }
+
+  /** An observation rebuilt from the kernel: a stream of its own, keyed `<runKey>#<n>` (this replica only). */
+  openObservation(threadId: string, runKey: string, executionId: string): RunFeed {
+    const idKey = `${runKey}#${++this.observations}`;
+    return this.add(observationId(threadId, idKey), idKey, executionId);
+  }
+
+  get(threadId: string, idKey: string): RunFeed | undefined {
+    return this.feeds.get(feedId(threadId, idKey));
+  }
+
+  getObservation(threadId: string, idKey: string): RunFeed | undefined {
+    return this.feeds.get(observationId(threadId, idKey));
+  }
+
+  get size(): number {
+    return this.feeds.size;
+  }
+
+  /**
+   * A run this replica does not stream, from the shared store: undefined without one or when nothing of the run is
+   * kept. A cursor a little ahead of the copy waits for it (the owner copies once per tick, after the socket write).
+   */
+  async fromShared(threadId: string, idKey: string, afterSeq: number): Promise<SharedRejoin | undefined> {
+    const shared = this.shared;
+    if (!shared) return undefined;
+    let read = await shared.read(threadId, idKey, afterSeq);
+    for (let waited = 0; read && !read.ended && afterSeq > read.lastSeq && waited < SHARED_LAG_WAIT_MS; waited += 50) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      read = await shared.read(threadId, idKey, afterSeq);
+    }
+    if (!read || read.ended === "abandoned" || afterSeq < read.firstSeq - 1) return read ? { refused: "expired" } : undefined;
+    if (afterSeq > read.lastSeq) return { refused: "future" };
+    const { records, ended } = read;
+    // The tail goes on from what this reader was given, whatever the copy holds by then.
+    const given = records.at(-1)?.[0] ?? afterSeq;
+    return {
+      follow: (response) => {
+        for (const [, text] of records) response.write(text);
+        if (ended) return response.end();
+        const tail = shared.tail(threadId, idKey, given, {
+          record: (text) => response.write(text),
+          end: () => response.end(),
+        });
+        response.res.on("close", () => tail.stop());
+      },
+    };
+  }
+
+  private add(id: string, idKey: string, executionId: string, shared?: { mirror: SharedReplayWriter; readElsewhere: () => Promise<boolean> }): RunFeed {
+    const log = new ReplayLog(idKey, this.bounds, (settled) => this.settled(id, feed, settled), shared?.mirror);
+    const feed = new RunFeed(log, this.graceMs, executionId, shared?.readElsewhere);
+    this.feeds.set(id, feed);
+    return feed;
+  }
+
+  /** An ended run's records stay for the retention, within the budget of all ended runs (the oldest go first). */
+  private settled(id: string, feed: RunFeed, log: ReplayLog): void {
+    const drop = () => {
+      if (this.feeds.get(id) === feed) this.feeds.delete(id);
+      if (this.ended.delete(id)) this.endedBytes -= log.heldBytes;
+    };
+    if (log.abandoned) return drop();
+    this.ended.set(id, { log, drop });
+    this.endedBytes += log.heldBytes;
+    for (const [, oldest] of this.ended) {
+      if (this.endedBytes <= this.bounds.endedBudgetBytes) break;
+      oldest.drop();
+    }
+    setTimeout(drop, this.bounds.retentionMs).unref();
+  }
+}
+
+/** How long a reconnect waits for the shared copy to reach its cursor before calling it one from the future. */
+const SHARED_LAG_WAIT_MS = 1_000;
+
+// Two namespaces: an observation's key can never be taken for a run whose id happens to look like one.
+function feedId(threadId: string, idKey: string): string {
+  return `r\u0000${threadId}\u0000${idKey}`;
+}
+
+function observationId(threadId: string, idKey: string): string {
+  return `o\u0000${threadId}\u0000${idKey}`;
+}

@@ -1,0 +1,182 @@
+// Runs' SSE records in Redis, so a client whose reconnect lands on another replica gets the rest of its run too.
+// One stream per run (`<prefix>replay:<thread stem>:<run key digest>`), entry id `<seq>-0` holding the record,
+// and an end marker `<lastSeq>-1` once the run ended; trimmed to what the run's own log keeps, expiring a while
+// after the end. Transport only: never conversation storage, never read by anything but a reconnect.
+import { createHash } from "node:crypto";
+import type { Redis } from "ioredis";
+import type { Logger } from "pino";
+import { closeRedisConnection, createRedisConnection, type RedisConnectionOptions } from "./redis-connection.js";
+import { DEFAULT_REDIS_PREFIX } from "./redis-store.js";
+import { threadFileStem } from "./thread-key.js";
+
+/** What another replica's reconnect finds of a run. */
+export interface SharedReplayRead {
+  /** [seq, record] after the cursor, in order. */
+  records: [number, string][];
+  /** The oldest seq still kept (lastSeq + 1 when none is). */
+  firstSeq: number;
+  lastSeq: number;
+  /** Set once the run ended: whether its terminal event is in. */
+  ended: "complete" | "abandoned" | undefined;
+}
+
+/** The writing side of one run's shared copy. */
+export interface SharedReplayWriter {
+  append(seq: number, text: string, firstSeq: number): void;
+  heartbeat(): void;
+  end(complete: boolean, lastSeq: number, retentionMs: number): void;
+}
+
+/** A reader following a run on another replica; stop() ends it. */
+export interface SharedReplayTail {
+  stop(): void;
+}
+
+/** While a run streams, its copy outlives a replica that died this long (refreshed with every batch and heartbeat). */
+const LIVE_TTL_MS = 10 * 60_000;
+/** A reader on another replica says it is there this often; the owner's grace waits while it is. */
+const PRESENCE_TTL_MS = 3_000;
+const TAIL_BLOCK_MS = 1_000;
+
+export class RedisReplay {
+  private readonly prefix: string;
+
+  constructor(
+    private readonly client: Redis,
+    private readonly connection: RedisConnectionOptions,
+    private readonly logger: Logger,
+    prefix = DEFAULT_REDIS_PREFIX,
+  ) {
+    this.prefix = prefix;
+  }
+
+  private key(threadId: string, idKey: string): string {
+    return `${this.prefix}replay:${threadFileStem(threadId)}:${createHash("sha256").update(idKey).digest("hex").slice(0, 32)}`;
+  }
+
+  /** The run's shared copy, written in one pipeline per tick. A write that fails drops the copy (never a gap). */
+  writer(threadId: string, idKey: string): SharedReplayWriter {
+    const key = this.key(threadId, idKey);
+    let batch: (string | number)[][] = [];
+    let broken = false;
+    let scheduled = false;
+    const flush = () => {
+      scheduled = false;
+      if (broken || batch.length === 0) return;
+      const commands = batch;
+      batch = [];
+      const pipeline = this.client.pipeline();
+      for (const command of commands) pipeline.call(...(command as [string, ...(string | number)[]]));
+      void pipeline.exec().then(
+        (results) => {
+          if (results?.some(([error]) => error)) fail(results.find(([error]) => error)![0]);
+        },
+        fail,
+      );
+    };
+    const fail = (error: unknown) => {
+      if (broken) return;
+      broken = true;
+      this.logger.warn({ err: error }, "a run's events could not be copied to Redis: a reconnect on another replica will be told to connect");
+      void this.client.del(key).catch(() => undefined);
+    };
+    const queue = (command: (string | number)[]) => {
+      if (broken) return;
+      batch.push(command);
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    };
+    return {
+      append: (seq, text, firstSeq) => {
+        queue(["xadd", key, `${seq}-0`, "r", text]);
+        if (firstSeq > 1 && seq % 64 === 0) queue(["xtrim", key, "MINID", `${firstSeq}-0`]);
+        if (seq === 1 || seq % 256 === 0) queue(["pexpire", key, LIVE_TTL_MS]);
+      },
+      heartbeat: () => queue(["pexpire", key, LIVE_TTL_MS]),
+      end: (complete, lastSeq, retentionMs) => {
+        queue(["xadd", key, `${lastSeq}-1`, "end", complete ? "complete" : "abandoned"]);
+        queue(["pexpire", key, Math.max(1, retentionMs)]);
+      },
+    };
+  }
+
+  /** The run's records after `afterSeq`, or undefined when nothing of the run is kept. One MULTI: one moment of the copy. */
+  async read(threadId: string, idKey: string, afterSeq: number): Promise<SharedReplayRead | undefined> {
+    type Entries = [string, string[]][];
+    const key = this.key(threadId, idKey);
+    const [[, first], [, entries], [, newest]] = (await this.client
+      .multi()
+      .xrange(key, "-", "+", "COUNT", 1)
+      .xrange(key, `${afterSeq + 1}-0`, "+")
+      .xrevrange(key, "+", "-", "COUNT", 2)
+      .exec()) as [[unknown, Entries], [unknown, Entries], [unknown, Entries]];
+    if (first.length === 0) return undefined;
+    const read: SharedReplayRead = { records: [], firstSeq: seqOf(first[0]![0]), lastSeq: 0, ended: undefined };
+    for (const [id, fields] of entries) {
+      if (fields[0] === "end") read.ended = fields[1] === "complete" ? "complete" : "abandoned";
+      else read.records.push([seqOf(id), fields[1] ?? ""]);
+    }
+    const last = newest.find(([, fields]) => fields[0] === "r");
+    read.lastSeq = last ? seqOf(last[0]) : 0;
+    if (first[0]![1][0] === "end") read.firstSeq = read.lastSeq + 1;
+    return read;
+  }
+
+  /**
+   * Follows the run after `afterSeq` on a connection of its own (XREAD blocks it), telling whoever runs it that a
+   * client still reads; ends at the end marker, when the copy is gone, or on stop().
+   */
+  tail(threadId: string, idKey: string, afterSeq: number, listener: { record(text: string): void; end(complete: boolean): void }): SharedReplayTail {
+    const key = this.key(threadId, idKey);
+    const presence = `${key}:reading`;
+    const reader = createRedisConnection({ ...this.connection, name: "agui-gateway replay tail", commandTimeoutMs: TAIL_BLOCK_MS + 2_000 });
+    let stopped = false;
+    const finish = (complete: boolean) => {
+      if (stopped) return;
+      stopped = true;
+      listener.end(complete);
+      void closeRedisConnection(reader);
+    };
+    const loop = async () => {
+      let last = `${afterSeq}-0`;
+      while (!stopped) {
+        await this.client.set(presence, "1", "PX", PRESENCE_TTL_MS).catch(() => undefined);
+        const answer = (await reader.xread("BLOCK", TAIL_BLOCK_MS, "STREAMS", key, last).catch(() => "failed" as const)) as
+          | [string, [string, string[]][]][]
+          | null
+          | "failed";
+        if (stopped) return;
+        // Not connected yet, or Redis away for a moment: ask again shortly rather than at once.
+        if (answer === "failed") await new Promise((resolve) => setTimeout(resolve, 100));
+        if (answer === null || answer === "failed") {
+          if ((await this.client.exists(key).catch(() => 1)) === 0) return finish(false);
+          continue;
+        }
+        for (const [id, fields] of answer[0]![1]) {
+          if (fields[0] === "end") return finish(fields[1] === "complete");
+          listener.record(fields[1] ?? "");
+          last = id;
+        }
+      }
+    };
+    void loop().catch(() => finish(false));
+    return {
+      stop: () => {
+        if (stopped) return;
+        stopped = true;
+        void closeRedisConnection(reader);
+      },
+    };
+  }
+
+  /** A client on another replica reads the run now (its grace should wait). */
+  async isRead(threadId: string, idKey: string): Promise<boolean> {
+    return (await this.client.exists(`${this.key(threadId, idKey)}:reading`).catch(() => 0)) === 1;
+  }
+}
+
+function seqOf(id: string): number {
+  return Number(id.slice(0, id.indexOf("-")));
+}
