@@ -138,11 +138,13 @@ describe("threadHistory: the conversation from the kernel's task history", () =>
 describe("threadHistory when the kernel fails", () => {
   let raw: Stack<RawA2AServer>;
   let listTasks: (ex: RawExchange, res: RawResponder) => void;
+  let getTask: (ex: RawExchange, res: RawResponder) => void = (_ex, res) => res.json(500, { error: "unexpected GetTask" });
 
   beforeAll(async () => {
     raw = await startStack({
       raw: (ex, res) => {
         if (ex.method === "ListTasks") return listTasks(ex, res);
+        if (ex.method === "GetTask") return getTask(ex, res);
         const contextId = ex.params.message.contextId as string;
         const taskId = `task-${randomUUID()}`;
         const status = (state: string, message?: object) => ({
@@ -172,7 +174,7 @@ describe("threadHistory when the kernel fails", () => {
     ["an HTTP 500", (_ex, res) => res.json(500, { error: "boom" }), "A2A_UNAVAILABLE"],
     ["a JSON-RPC error (no ListTasks)", (ex, res) => res.json(200, { jsonrpc: "2.0", id: ex.id, error: { code: -32601, message: "Method not found" } }), "A2A_UNAVAILABLE"],
     ["tasks that are no list", (ex, res) => res.json(200, { jsonrpc: "2.0", id: ex.id, result: { tasks: "none" } }), "A2A_PROTOCOL_ERROR"],
-    ["not JSON", (_ex, res) => res.json(200, "{not json"), "A2A_PROTOCOL_ERROR"],
+    ["an answer that is no JSON-RPC object", (_ex, res) => res.json(200, "{not json"), "A2A_PROTOCOL_ERROR"],
     [
       "a task of another context",
       (ex, res) => res.json(200, { jsonrpc: "2.0", id: ex.id, result: { tasks: [{ id: "t-x", contextId: "someone-else", history: [] }] } }),
@@ -187,6 +189,35 @@ describe("threadHistory when the kernel fails", () => {
     const failure = await raw.gateway.runs.history(threadId, { maxMessages: 10, language: "en" }).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(RunError);
     expect(failure).toMatchObject({ code });
+  });
+
+  it("a listed task without history (iac-code's tasks from before a restart) is read with GetTask", async () => {
+    const threadId = await ranThread();
+    const contextId = contextIdForThread(threadId);
+    listTasks = (ex, res) => res.json(200, { jsonrpc: "2.0", id: ex.id, result: { tasks: [{ id: "task-old", contextId, status: { state: "TASK_STATE_INPUT_REQUIRED" } }], nextPageToken: "" } });
+    getTask = (ex, res) =>
+      res.json(200, {
+        jsonrpc: "2.0",
+        id: ex.id,
+        result: {
+          id: "task-old",
+          contextId,
+          status: { state: "TASK_STATE_INPUT_REQUIRED" },
+          history: [
+            { messageId: "m-old", role: "ROLE_USER", parts: [{ text: "hi" }], metadata: { iac_code: { iac_code_api_key: SECRETS.llmApiKey } } },
+            { messageId: "task-old-message", role: "ROLE_AGENT", parts: [{ text: "Hello " }] },
+            { messageId: "task-old-message", role: "ROLE_AGENT", parts: [{ text: "again." }] },
+            { messageId: "task-old-2", role: "ROLE_AGENT", parts: [{ text: "Hello again." }] },
+          ],
+        },
+      });
+    const history = await raw.gateway.runs.history(threadId, { maxMessages: 10, language: "en" });
+    expect(history).toEqual([
+      { id: "m-old", role: "user", content: "hi" },
+      { id: "task-old-message", role: "assistant", content: "Hello again." },
+    ]);
+    const asked = raw.upstream.requests.filter((r) => r.method === "GetTask").at(-1)!;
+    expect(asked.params).toMatchObject({ id: "task-old", historyLength: expect.any(Number) });
   });
 
   it("a kernel that is down is A2A_UNAVAILABLE", async () => {
