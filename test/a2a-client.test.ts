@@ -234,6 +234,31 @@ describe("requests on the wire", () => {
     ]);
     expect(seen.every((r) => r.headers["a2a-version"] === "1.0" && r.headers.authorization === "Bearer test-token")).toBe(true);
   });
+
+  it("sends ListTasks with its query and reads a page (an empty nextPageToken is the last page)", async () => {
+    const pages = [
+      { tasks: [taskFrame.task], nextPageToken: "page-2", pageSize: 1, totalSize: 2 },
+      { tasks: [taskFrame.task], nextPageToken: "", pageSize: 1, totalSize: 2 },
+    ];
+    handler = (_req, res) => jsonReply(res, { jsonrpc: "2.0", id: "x", result: pages[seen.length - 1] });
+    const c = newClient();
+    expect(await c.listTasks({ contextId: "ctx-a1", pageSize: 1, historyLength: 50 })).toEqual({ tasks: [taskFrame.task], nextPageToken: "page-2" });
+    expect(await c.listTasks({ contextId: "ctx-a1", pageSize: 1, pageToken: "page-2" })).toEqual({ tasks: [taskFrame.task] });
+    const calls = seen.map((r) => JSON.parse(r.body) as { method: string; params: unknown });
+    expect(calls.map((call) => [call.method, call.params])).toEqual([
+      ["ListTasks", { contextId: "ctx-a1", pageSize: 1, historyLength: 50 }],
+      ["ListTasks", { contextId: "ctx-a1", pageSize: 1, pageToken: "page-2" }],
+    ]);
+    expect(seen.every((r) => r.headers["a2a-version"] === "1.0" && r.headers.authorization === "Bearer test-token")).toBe(true);
+  });
+
+  it("refuses a ListTasks answer that is no page of tasks as A2A_PROTOCOL_ERROR", async () => {
+    for (const result of [{}, { tasks: "none" }, { tasks: [{ id: 7 }] }, { tasks: [], nextPageToken: 3 }]) {
+      handler = (_req, res) => jsonReply(res, { jsonrpc: "2.0", id: "x", result });
+      await expect(newClient().listTasks({ contextId: "ctx-a1" })).rejects.toMatchObject({ code: "A2A_PROTOCOL_ERROR" });
+      await client.close();
+    }
+  });
 });
 
 // ---- SSE framing -----------------------------------------------------------------------------

@@ -195,6 +195,26 @@ describe("scripted A2A server with the demo script", () => {
     expect((await rpcJson(server.url, "GetTask", { id: "no-such-task" })).error.code).toBe(-32001);
   });
 
+  it("ListTasks of a context: its tasks newest first, each with GetTask's full history, in pages", async () => {
+    const contextId = `ctx-list-${Date.now()}`;
+    const first = await streamTurn(server.url, userText("first", { contextId }));
+    const second = await streamTurn(server.url, userText("second", { contextId }));
+    await streamTurn(server.url, userText("elsewhere", { contextId: `${contextId}-other` }));
+    const ids = [first, second].map((turn) => turn.results[0]!.task.id as string);
+
+    const listed = await rpcJson(server.url, "ListTasks", { contextId, historyLength: 1000 });
+    expect(listed.result.tasks.map((t: { id: string }) => t.id)).toEqual([ids[1], ids[0]]);
+    const full = await rpcJson(server.url, "GetTask", { id: ids[0], historyLength: 1000 });
+    expect(listed.result.tasks[1].history).toEqual(full.result.history);
+
+    const page = await rpcJson(server.url, "ListTasks", { contextId, pageSize: 1, historyLength: 2 });
+    expect(page.result.tasks.map((t: { id: string }) => t.id)).toEqual([ids[1]]);
+    expect(page.result.tasks[0].history).toHaveLength(2);
+    const next = await rpcJson(server.url, "ListTasks", { contextId, pageSize: 1, pageToken: page.result.nextPageToken });
+    expect(next.result.tasks.map((t: { id: string }) => t.id)).toEqual([ids[0]]);
+    expect(next.result.nextPageToken).toBe("");
+  });
+
   it("keeps one session id per contextId across tasks", async () => {
     const a = await streamTurn(server.url, userText("first", { contextId: "ctx-session" }));
     const b = await streamTurn(server.url, userText("second", { contextId: "ctx-session" }));

@@ -7,7 +7,7 @@ import { Agent, request, type Dispatcher } from "undici";
 import type { A2AMessage, A2AStreamResponse, A2ATask } from "../../operators/types.js";
 import { isEventStream, isSuccess, parseJson, readText } from "./bodies.js";
 import { A2AJsonRpcError, a2aUnavailable, classify, jsonRpcErrorOf } from "./errors.js";
-import { decodeStreamResult, decodeTask, invalidFrame } from "./frames.js";
+import { decodeStreamResult, decodeTask, decodeTaskPage, invalidFrame } from "./frames.js";
 import { fetchPipelineState, requestSessionRestore, type PipelineState, type RestTransport } from "./iac-code-routes.js";
 import { IdleWatch } from "./idle-watch.js";
 import { readSseBody, type FlowGate } from "./sse-reader.js";
@@ -67,8 +67,23 @@ export interface StreamOptions {
 /** The kernel as one run reads it: every stream it opens is read only as fast as the run's writer lets it. */
 export type PacedUpstream = Pick<
   A2AClient,
-  "sendStreamingMessage" | "subscribeToTask" | "sendMessage" | "getTask" | "cancelTask" | "pipelineState" | "ensureSessionRestored"
+  "sendStreamingMessage" | "subscribeToTask" | "sendMessage" | "getTask" | "listTasks" | "cancelTask" | "pipelineState" | "ensureSessionRestored"
 >;
+
+/** ListTasks' filter and page (A2A 1.0 ListTasksRequest); the kernel answers newest first. */
+export interface ListTasksQuery {
+  contextId: string;
+  /** 1..100; the kernel's default (50) when absent. */
+  pageSize?: number;
+  pageToken?: string;
+  historyLength?: number;
+}
+
+/** One page of ListTasks; `nextPageToken` absent on the last page. */
+export interface TaskPage {
+  tasks: A2ATask[];
+  nextPageToken?: string;
+}
 
 export class A2AClient {
   private readonly base: URL;
@@ -122,6 +137,11 @@ export class A2AClient {
     return decodeTask(await this.call("GetTask", { id: taskId, historyLength }, taskId, span));
   }
 
+  /** One page of the tasks of a context, as the kernel's principal may see them (a2a-upstream §1.5). */
+  async listTasks(query: ListTasksQuery, span: TraceSpan = NO_SPAN): Promise<TaskPage> {
+    return decodeTaskPage(await this.call("ListTasks", query, undefined, span));
+  }
+
   async cancelTask(taskId: string, span: TraceSpan = NO_SPAN): Promise<A2ATask> {
     return decodeTask(await this.call("CancelTask", { id: taskId }, taskId, span));
   }
@@ -151,6 +171,7 @@ export class A2AClient {
       subscribeToTask: (taskId) => this.subscribeToTask(taskId, opts),
       sendMessage: (message, options) => this.sendMessage(message, { ...options, span }),
       getTask: (taskId, historyLength) => this.getTask(taskId, historyLength, span),
+      listTasks: (query) => this.listTasks(query, span),
       cancelTask: (taskId) => this.cancelTask(taskId, span),
       pipelineState: (taskId, afterSequence) => this.pipelineState(taskId, afterSequence, span),
       ensureSessionRestored: (body) => this.ensureSessionRestored(body, span),

@@ -157,3 +157,12 @@ export function decodeTask(x: unknown): A2ATask {
   return x as A2ATask;
 }
 
+
+/** ListTasks' result: `{tasks: [Task…], nextPageToken}` (an empty token, as protobuf JSON may send, is the last page). */
+export function decodeTaskPage(x: unknown): { tasks: A2ATask[]; nextPageToken?: string } {
+  if (!isObject(x) || !Array.isArray(x.tasks)) throw invalidFrame();
+  const token = x.nextPageToken;
+  if (token !== undefined && typeof token !== "string") throw invalidFrame();
+  const tasks = x.tasks.map(decodeTask);
+  return token ? { tasks, nextPageToken: token } : { tasks };
+}

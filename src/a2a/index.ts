@@ -5,10 +5,12 @@ export {
   assertLoopbackA2AUrl,
   type A2AClientOptions,
   type FlowGate,
+  type ListTasksQuery,
+  type TaskPage,
   type PacedUpstream,
   type StreamOptions,
 } from "./client.js";
-export { decodeStreamResult, decodeTask, invalidFrame } from "./frames.js";
+export { decodeStreamResult, decodeTask, decodeTaskPage, invalidFrame } from "./frames.js";
 export {
   SECRET_METADATA_KEYS,
   buildIacCodeMetadata,

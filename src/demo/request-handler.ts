@@ -1,6 +1,16 @@
 // The SDK request handler with iac-code's differences (a2a-upstream §5): idle-task cancel and subscribe
-// rules, and GetTask answering with the full history.
-import { TaskState, type AgentCard, type CancelTaskRequest, type GetTaskRequest, type StreamResponse, type SubscribeToTaskRequest, type Task } from "@a2a-js/sdk";
+// rules, and GetTask and ListTasks answering with the full history.
+import {
+  TaskState,
+  type AgentCard,
+  type CancelTaskRequest,
+  type GetTaskRequest,
+  type ListTasksRequest,
+  type ListTasksResponse,
+  type StreamResponse,
+  type SubscribeToTaskRequest,
+  type Task,
+} from "@a2a-js/sdk";
 import {
   DefaultRequestHandler,
   type AgentExecutor,
@@ -45,6 +55,12 @@ export class ScriptedRequestHandler extends DefaultRequestHandler {
 
   override async getTask(params: GetTaskRequest, context: ServerCallContext): Promise<Task> {
     return this.withFullHistory(await super.getTask(params, context), params.historyLength);
+  }
+
+  // The SDK's store keeps one message per id, so a turn's text deltas (one id) would collapse into the first.
+  override async listTasks(params: ListTasksRequest, context: ServerCallContext): Promise<ListTasksResponse> {
+    const page = await super.listTasks(params, context);
+    return { ...page, tasks: page.tasks.map((task) => this.withFullHistory(task, params.historyLength)) };
   }
 
   override async *resubscribe(

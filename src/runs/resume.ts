@@ -193,12 +193,17 @@ function decide(record: ThreadRecord, entries: ResumeEntry[], task: A2ATask | un
   return { kind: "apply", answers };
 }
 
+/** The message ids the gateway sends answers under (resume-flow.ts): an answer, not something the user said. */
+export function isAnswerMessageId(messageId: string): boolean {
+  return messageId.startsWith("agui-resume-");
+}
+
 /** A user message of the task carries our answer to `inputId` (its data part, or our resume message id). */
 function answeredInHistory(task: A2ATask, inputId: string): boolean {
   for (const message of task.history ?? []) {
     if (message.role !== "ROLE_USER" && message.role !== "user") continue;
     const id = message.messageId ?? "";
-    if (id.startsWith("agui-resume-") && id.endsWith(inputId)) return true;
+    if (isAnswerMessageId(id) && id.endsWith(inputId)) return true;
     for (const part of message.parts ?? []) {
       if (isObject(part.data) && part.data.inputId === inputId) return true;
     }

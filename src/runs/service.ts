@@ -2,6 +2,7 @@
 // (and the resume flow it reads for a resume), re-attachment, cancel, start-up recovery — sharing the
 // thread repository, the one place that reads and writes thread records (by named transitions).
 import { randomUUID } from "node:crypto";
+import type { Message } from "@ag-ui/core";
 import type { Observable } from "rxjs";
 import type { AguiOutput } from "../../operators/index.js";
 import type { FlowGate } from "../a2a/index.js";
@@ -11,6 +12,7 @@ import { admitRun, type RunCandidate } from "./admission.js";
 import { answerRelayedCancel, cancelExecution, type CancelOutcome, type CancelRequest } from "./cancel.js";
 import { LiveRuns } from "./live-runs.js";
 import { forgetThread, type ForgetOutcome } from "./forget.js";
+import { threadHistory, type HistoryOptions } from "./history.js";
 import type { Caller } from "./caller.js";
 import { observedRecord, reattach, type Observation } from "./reattach.js";
 import { confirmRejoin, type Rejoin } from "./reconnect.js";
@@ -24,6 +26,7 @@ import { listOwnedThreads, type ThreadPage } from "./thread-list.js";
 export { runDigest, type RunCandidate } from "./admission.js";
 export { toRunError } from "../a2a/error-mapping.js";
 export type { CancelOutcome, CancelRequest } from "./cancel.js";
+export type { HistoryOptions } from "./history.js";
 export type { Observation } from "./reattach.js";
 export type { Rejoin } from "./reconnect.js";
 export { MAX_THREAD_PAGE, type ThreadPage, type ThreadSummary } from "./thread-list.js";
@@ -122,6 +125,12 @@ export class RunService {
   /** The owner's threads, a page at a time; undefined for a cursor this gateway did not make. */
   threadsOf(owner: string, cursor: string | undefined, limit: number): Promise<ThreadPage | undefined> {
     return listOwnedThreads(this.deps, owner, cursor, limit);
+  }
+
+  /** The thread's conversation from the kernel's task history; undefined for a thread this gateway does not know. */
+  async history(threadId: string, options: HistoryOptions): Promise<Message[] | undefined> {
+    const record = await this.deps.threads.read(threadId);
+    return record && threadHistory(this.deps, record, options);
   }
 
   /** Cancels the thread's run, if any, and forgets its record; "not_found" for a thread the caller may not use. */
