@@ -111,6 +111,7 @@ async function main(argv: string[]): Promise<number> {
     idleShutdownSeconds: config.idleShutdownSeconds,
     runIdWindow: config.runIdWindow,
     reconnectGraceSeconds: config.reconnectGraceSeconds,
+    historyMessages: config.historyMessages,
     replay: { events: config.replayEvents, mib: config.replayMib, retentionSeconds: config.replayRetentionSeconds, budgetMib: config.replayBudgetMib },
     maxActiveRunsPerUser: config.maxActiveRunsPerUser,
     userRequestLimit: config.userRequestLimit,

@@ -67,6 +67,8 @@ export interface GatewayOptions {
   onIdle?: () => void;
   /** Run ids remembered per thread (default 256). */
   runIdWindow?: number;
+  /** POST /connect brings the thread's most recent this many messages (default 200). */
+  historyMessages?: number;
   /** How long a run whose client went away waits for it to reconnect (default 0: it is cancelled at once). */
   reconnectGraceSeconds?: number;
   /** What is kept of each run's stream for a reconnect; defaults: 10,000 events, 4 MiB, 60 s after its end, 256 MiB of ended runs in all. */
@@ -231,6 +233,7 @@ export async function assembleGateway(options: AssemblyOptions): Promise<Assembl
   const app = createApp({
     runs,
     feeds,
+    ...(options.historyMessages !== undefined && { historyMessages: options.historyMessages }),
     logger,
     allowedRoots,
     serverVersion: SERVER_VERSION,

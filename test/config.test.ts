@@ -72,6 +72,7 @@ describe("defaults", () => {
       replayMib: 4,
       replayRetentionSeconds: 60,
       replayBudgetMib: 256,
+      historyMessages: 200,
       bodyBudgetMib: 64,
       bodyTimeoutSeconds: 30,
       headersTimeoutSeconds: 20,
@@ -115,7 +116,7 @@ describe("flags", () => {
       "--interrupt-ttl", "60", "--idle-shutdown", "2.5", "--heartbeat", "0.05", "--upstream-idle-timeout", "30",
       "--validate-events", "--console", "--debug", "--log-stdout", "--demo",
       "--run-id-window", "16", "--body-budget", "12", "--body-timeout", "2", "--headers-timeout", "3",
-      "--reconnect-grace", "2.5", "--replay-events", "50", "--replay-mib", "2", "--replay-retention", "9", "--replay-budget", "32",
+      "--reconnect-grace", "2.5", "--replay-events", "50", "--replay-mib", "2", "--replay-retention", "9", "--replay-budget", "32", "--history-messages", "7",
       "--keep-alive-timeout", "4", "--max-connections", "100",
       "--state-store", "redis://127.0.0.1:6390/2", "--lease-ttl", "5",
     ]);
@@ -142,6 +143,7 @@ describe("flags", () => {
       replayMib: 2,
       replayRetentionSeconds: 9,
       replayBudgetMib: 32,
+      historyMessages: 7,
       bodyBudgetMib: 12,
       bodyTimeoutSeconds: 2,
       headersTimeoutSeconds: 3,
@@ -292,6 +294,7 @@ describe("YAML file", () => {
         "replay_mib: 8",
         "replay-retention: 120",
         "replay_budget: 64",
+        "history-messages: 70",
         "body_budget: 128",
         "body-timeout: 10",
         "headers_timeout: 5",
@@ -348,6 +351,7 @@ describe("YAML file", () => {
       replayMib: 8,
       replayRetentionSeconds: 120,
       replayBudgetMib: 64,
+      historyMessages: 70,
       bodyBudgetMib: 128,
       bodyTimeoutSeconds: 10,
       headersTimeoutSeconds: 5,
@@ -591,7 +595,7 @@ describe("help text", () => {
     const needsValue = new Set(["--host", "--a2a-url", "--state-dir", "--config"]);
     for (const flag of listed) {
       if (flag === "--help" || flag === "-h" || flag === "--version") continue;
-      const value = flag === "--state-store" ? ["redis://127.0.0.1:6379"] : flag === "--cors-origins" ? ["https://app.example.com"] : needsValue.has(flag) ? ["/tmp"] : /port|ttl|shutdown|heartbeat|timeout|window|connections|grace|replay/.test(flag) ? ["1"] : flag === "--body-budget" ? ["12"] : [];
+      const value = flag === "--state-store" ? ["redis://127.0.0.1:6379"] : flag === "--cors-origins" ? ["https://app.example.com"] : needsValue.has(flag) ? ["/tmp"] : /port|ttl|shutdown|heartbeat|timeout|window|connections|grace|replay|history/.test(flag) ? ["1"] : flag === "--body-budget" ? ["12"] : [];
       // HTTP/2 is only for a kernel the operator points at (the demo and a managed kernel speak HTTP/1.1).
       const jwt = ["--auth-jwt-issuer", "https://issuer.example/", "--auth-jwt-audience", "agui"];
       const argv =

@@ -2,7 +2,7 @@
 // HttpAgent holds after watching the same runs live: a gateway in front of the demo A2A 1.0 kernel, three turns
 // (a tool call, a permission interrupt and its resume, a plain follow-up), every event schema-checked.
 import { randomUUID } from "node:crypto";
-import { buildResumeArray, type HttpAgent, type Message, type RunAgentInput } from "@ag-ui/client";
+import type { Message } from "@ag-ui/client";
 import { EventType } from "@ag-ui/core";
 import { EventSchema } from "@ag-ui/core/schemas";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -10,15 +10,8 @@ import type { RawA2AServer, RawExchange, RawResponder, ScriptedA2AServer } from 
 import { RunError, type AguiEvent } from "../operators/types.js";
 import { foldMessages } from "../src/runs/fold-messages.js";
 import { contextIdForThread } from "../src/a2a/index.js";
-import { resumeInput, type ResumeEntry } from "./helpers/durable.js";
-import { runWithHttpAgent, startStack, type Stack, type WireEvent } from "./helpers/e2e.js";
-
-const SECRETS = {
-  llmApiKey: "sk-history-test-llm-key",
-  accessKeyId: "LTAI-history-test-id",
-  accessKeySecret: "history-test-access-key-secret",
-  securityToken: "history-test-sts-token",
-};
+import { SECRETS, conversation, kernelCall, withoutToolsAndReasoning } from "./helpers/conversation.js";
+import { runWithHttpAgent, startStack, type Stack } from "./helpers/e2e.js";
 
 let stack: Stack<ScriptedA2AServer>;
 
@@ -30,66 +23,9 @@ afterAll(async () => {
   await stack.close();
 });
 
-/** A JSON-RPC call straight to the kernel, its raw answer. */
-async function kernelCall(url: string, method: string, params: unknown): Promise<string> {
-  const response = await fetch(url, {
-    method: "POST",
-    headers: { "Content-Type": "application/json", "A2A-Version": "1.0" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-  });
-  return response.text();
-}
-
-/** The next turn of `agent`'s thread: what it holds, plus a new user message, with the secrets in forwardedProps. */
-function nextTurn(agent: HttpAgent | undefined, threadId: string, prompt: string): RunAgentInput {
-  const input = stack.input({
-    threadId,
-    prompt,
-    iacCode: {
-      llmApiKey: SECRETS.llmApiKey,
-      alibabaCloud: { accessKeyId: SECRETS.accessKeyId, accessKeySecret: SECRETS.accessKeySecret, securityToken: SECRETS.securityToken },
-    },
-  });
-  return { ...input, messages: [...structuredClone(agent?.messages ?? []), ...input.messages] };
-}
-
-/** What history can know of a live message list: no reasoning, no tool calls or results (see history.ts). */
-function withoutToolsAndReasoning(messages: readonly Message[]): Message[] {
-  return messages.flatMap((m): Message[] => {
-    if (m.role === "reasoning" || m.role === "tool") return [];
-    if (m.role !== "assistant") return [m];
-    const { toolCalls: _toolCalls, ...rest } = m;
-    return rest.content ? [rest] : [];
-  });
-}
-
-/** Three turns on one thread: a tool call, a deploy parked at its permission and resumed, a follow-up. */
-async function conversation(): Promise<{ threadId: string; agent: HttpAgent; runs: { sent?: Message; events: WireEvent[] }[] }> {
-  const threadId = randomUUID();
-  const opening = nextTurn(undefined, threadId, "show me the workspace");
-  const first = await runWithHttpAgent(stack.gateway.url, opening);
-  const agent = first.agent;
-  const deploy = nextTurn(agent, threadId, "deploy the demo VPC");
-  const parked = await runWithHttpAgent(stack.gateway.url, deploy, { agent });
-  expect(parked.events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "interrupt" } });
-  const resume = buildResumeArray(agent.pendingInterrupts, {
-    [agent.pendingInterrupts[0]!.id]: { status: "resolved", payload: { decision: "allow_once" } },
-  }) as ResumeEntry[];
-  const resumed = await runWithHttpAgent(stack.gateway.url, resumeInput({ ...deploy, messages: structuredClone(agent.messages) }, resume), { agent });
-  const closing = nextTurn(agent, threadId, "thanks, that is all");
-  const last = await runWithHttpAgent(stack.gateway.url, closing, { agent });
-  const runs = [
-    { sent: opening.messages.at(-1)!, events: first.events },
-    { sent: deploy.messages.at(-1)!, events: parked.events },
-    { events: resumed.events },
-    { sent: closing.messages.at(-1)!, events: last.events },
-  ];
-  return { threadId, agent, runs };
-}
-
 describe("threadHistory: the conversation from the kernel's task history", () => {
   it("gives the messages HttpAgent holds after watching the runs, with the same ids, contents and order", async () => {
-    const { threadId, agent } = await conversation();
+    const { threadId, agent } = await conversation(stack);
     const history = await stack.gateway.runs.history(threadId, { maxMessages: 100, language: "en" });
     expect(history).toEqual(withoutToolsAndReasoning(agent.messages));
     // Not a vacuous match: three user messages and three answers, the deploy's text on both sides of its interrupt.
@@ -101,7 +37,7 @@ describe("threadHistory: the conversation from the kernel's task history", () =>
   });
 
   it("folds live events into messages as HttpAgent does (foldMessages, tool calls and results included)", async () => {
-    const { agent, runs } = await conversation();
+    const { agent, runs } = await conversation(stack);
     const folded: Message[] = [];
     for (const run of runs) {
       if (run.sent) folded.push(structuredClone(run.sent));
@@ -112,7 +48,7 @@ describe("threadHistory: the conversation from the kernel's task history", () =>
   });
 
   it("leaves behind the secrets the kernel echoes in its task history", async () => {
-    const { threadId } = await conversation();
+    const { threadId } = await conversation(stack);
     const record = await stack.gateway.runs.history(threadId, { maxMessages: 100, language: "en" });
     // The kernel does echo them (a2a-upstream §2.3): the check below is not vacuous.
     const echoed = await kernelCall(stack.upstream.url, "ListTasks", { contextId: contextIdForThread(threadId), historyLength: 100 });
@@ -123,7 +59,7 @@ describe("threadHistory: the conversation from the kernel's task history", () =>
   });
 
   it("keeps only the most recent maxMessages messages", async () => {
-    const { threadId } = await conversation();
+    const { threadId } = await conversation(stack);
     const all = await stack.gateway.runs.history(threadId, { maxMessages: 100, language: "en" });
     const recent = await stack.gateway.runs.history(threadId, { maxMessages: 3, language: "en" });
     expect(recent).toEqual(all!.slice(-3));

@@ -259,6 +259,11 @@ export const OPTIONS = {
     flag: "--replay-retention", env: ["IAC_CODE_AGUI_REPLAY_RETENTION"], yamlKey: "replay_retention", valueName: "SECONDS",
     description: "How long a run's events are kept after its last event (must be > 0).",
   }),
+  historyMessages: option({
+    kind: "count", schema: count(1), default: 200,
+    flag: "--history-messages", env: ["IAC_CODE_AGUI_HISTORY_MESSAGES"], yamlKey: "history_messages", valueName: "N",
+    description: "POST /connect brings the thread's most recent N messages.",
+  }),
   replayBudgetMib: option({
     kind: "count", schema: count(1), default: 256,
     flag: "--replay-budget", env: ["IAC_CODE_AGUI_REPLAY_BUDGET"], yamlKey: "replay_budget", valueName: "MIB",

@@ -14,6 +14,7 @@ import { httpErrors } from "./errors.js";
 import type { StreamSelfCheck } from "./self-check.js";
 import { admitRequest, observeRun, rejoinRun, startRunStream } from "./run-route.js";
 import type { RunFeeds } from "./run-feed.js";
+import { connectThread } from "./connect-route.js";
 import { agentCapabilities } from "./capabilities.js";
 import { crossOrigin } from "./cors.js";
 import { metricsText, type GatewayMetrics } from "../ops/metrics.js";
@@ -53,6 +54,8 @@ export interface AppOptions {
   stateStore?: () => { kind: string; status: string };
   /** OpenTelemetry tracing of the API routes (default off). */
   tracer?: GatewayTracer;
+  /** POST /connect brings the most recent this many messages (default 200). */
+  historyMessages?: number;
 }
 
 /** The agent a run invokes, as the GenAI conventions name it (the run span is "invoke_agent iac-code"). */
@@ -75,6 +78,7 @@ const ROUTES: Record<string, string[]> = {
   "/metrics": ["GET"],
   "/capabilities": ["GET"],
   "/threads": ["GET"],
+  "/connect": ["POST"],
 };
 const CANCEL_PATH = /^\/extensions\/iac-code\/v1\/executions\/[^/]+\/(cancel|subscribe)$/;
 const THREAD_PATH = /^\/threads\/[^/]+$/;
@@ -139,6 +143,11 @@ export function createApp(options: AppOptions): Koa<State> {
     const session = await admitRequest(options, body, ctx.state.language, callerOf(ctx), ctx.state.span ?? NO_SPAN);
     ctx.respond = false;
     startRunStream(options, ctx, session);
+  });
+
+  router.post("/connect", requireAuth, traced("agui.connect", "/connect"), requireJson, holdsBody, async (ctx) => {
+    const body = await readJsonBody(ctx, MAX_REQUEST_BYTES, RUN_BODY);
+    await connectThread(options, ctx, body, ctx.state.language, callerOf(ctx), ctx.state.span ?? NO_SPAN);
   });
 
   // A user's own threads; other callers own none (the trusted caller acts for users, it has no list of its own).

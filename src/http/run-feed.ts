@@ -6,11 +6,11 @@ import type { Observable } from "rxjs";
 import type { AguiOutput } from "../../operators/index.js";
 import type { FlowGate } from "../a2a/index.js";
 import { ReplayLog, type ReplayBounds, DEFAULT_REPLAY_BOUNDS } from "./replay-log.js";
-import { encodeInto, type EncodeOptions, type SseResponse } from "./sse.js";
+import { encodeInto, type EncodeOptions, type RecordTarget } from "./sse.js";
 import type { RedisReplay, SharedReplayWriter } from "../state/redis-replay.js";
 
 interface Reader {
-  readonly response: SseResponse;
+  readonly response: RecordTarget;
   unfollow(): void;
 }
 
@@ -48,7 +48,7 @@ export class RunFeed {
   }
 
   /** `response` owns the run from now on, from the record after `afterSeq` (checked by the caller with log.after). */
-  own(response: SseResponse, afterSeq: number): void {
+  own(response: RecordTarget, afterSeq: number): void {
     clearTimeout(this.graceTimer);
     this.graceTimer = undefined;
     const previous = this.owner;
@@ -60,7 +60,7 @@ export class RunFeed {
   }
 
   /** `response` reads along from the record after `afterSeq`, without pacing the run; one that falls behind the log's bytes is cut. */
-  follow(response: SseResponse, afterSeq: number): void {
+  follow(response: RecordTarget, afterSeq: number): void {
     read(this.log, response, afterSeq, this.log.bounds.maxBytes);
   }
 
@@ -95,9 +95,14 @@ export class RunFeed {
 }
 
 /** The log's records after `afterSeq` on the response, then the live ones, then its end. */
-function read(log: ReplayLog, response: SseResponse, afterSeq: number, maxBacklog: number | undefined): Reader {
+function read(log: ReplayLog, response: RecordTarget, afterSeq: number, maxBacklog: number | undefined): Reader {
   const replay = log.after(afterSeq);
-  if ("records" in replay) for (const record of replay.records) response.write(record);
+  // The records asked for are gone (checked by the caller, but an await may have come between): no stream with a gap.
+  if ("refused" in replay) {
+    response.end();
+    return { response, unfollow: () => {} };
+  }
+  for (const record of replay.records) response.write(record);
   const unfollow = log.follow({
     record: (text) => {
       response.write(text);
@@ -112,7 +117,7 @@ function read(log: ReplayLog, response: SseResponse, afterSeq: number, maxBacklo
 }
 
 /** A reconnect's answer from the shared store: where its records are, or why there are none. */
-export type SharedRejoin = { refused: "future" | "expired" } | { follow(response: SseResponse): void };
+export type SharedRejoin = { refused: "future" | "expired" } | { follow(response: RecordTarget): void };
 
 /** The feeds of this process by thread and event-id key; each dropped `retentionMs` after its run ended. */
 export class RunFeeds {

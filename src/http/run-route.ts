@@ -181,7 +181,7 @@ function replayable(feed: RunFeed | undefined, seq: number): RunFeed {
  * The stream's response, from now on the route's: counted in agui_gateway_active_streams while open. `span`: the
  * request's (an observation, a rejoin), ended with the stream; a run's own span ends with the run instead.
  */
-function countedResponse(options: AppOptions, ctx: Context, proto: boolean, span?: TraceSpan): SseResponse {
+export function countedResponse(options: AppOptions, ctx: Context, proto: boolean, span?: TraceSpan): SseResponse {
   ctx.respond = false;
   const response = new SseResponse(ctx.res, proto);
   options.metrics?.activeStreams.inc();

@@ -63,8 +63,19 @@ export function eventIdKey(runId: string): string {
   return `~${createHash("sha256").update(runId, "utf8").digest("hex").slice(0, 32)}`;
 }
 
+/** Where a reader of a run's records writes them: a response, or something that passes them on to one. */
+export interface RecordTarget {
+  readonly res: ServerResponse;
+  readonly gate: FlowGate;
+  /** Bytes written but not yet taken by the socket. */
+  readonly backlog: number;
+  write(record: string | Uint8Array): void;
+  heartbeat(): void;
+  end(): void;
+}
+
 /** A stream's response: headers, the records of one tick joined into one socket write, and the flow gate. */
-export class SseResponse {
+export class SseResponse implements RecordTarget {
   readonly gate: DrainGate;
   private corked = false;
   private text = "";

@@ -374,6 +374,25 @@ export const CATALOG = {
     fr: "Les événements après Last-Event-ID ne sont plus conservés : reconstruisez le fil avec POST /connect.",
   },
 
+  "connect.notFound": {
+    en: "No such thread.",
+    zh: "没有这个线程。",
+    ja: "そのスレッドはありません。",
+    pt: "Essa thread não existe.",
+    es: "No existe ese hilo.",
+    de: "Diesen Thread gibt es nicht.",
+    fr: "Ce fil n'existe pas.",
+  },
+  "connect.proofRequired": {
+    en: "forwardedProps.iacCode.rosInvocationId is required to connect to a thread.",
+    zh: "连接线程需要 forwardedProps.iacCode.rosInvocationId。",
+    ja: "スレッドに接続するには forwardedProps.iacCode.rosInvocationId が必要です。",
+    pt: "forwardedProps.iacCode.rosInvocationId é obrigatório para conectar-se a uma thread.",
+    es: "Se requiere forwardedProps.iacCode.rosInvocationId para conectarse a un hilo.",
+    de: "forwardedProps.iacCode.rosInvocationId ist nötig, um sich mit einem Thread zu verbinden.",
+    fr: "forwardedProps.iacCode.rosInvocationId est requis pour se connecter à un fil.",
+  },
+
   // ── In-stream RUN_ERROR messages (reference §10.2) ──
   "resume.taskUnavailable": {
     en: "The A2A task to resume is unavailable.",

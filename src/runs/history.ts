@@ -22,6 +22,11 @@ import type { RunDeps } from "./run-context.js";
 export interface HistoryOptions {
   /** The most recent this many messages are returned. */
   maxMessages: number;
+  /**
+   * The task of a run whose own events the client is about to be given: only its messages up to its last user
+   * message (the turn's prompt, or the answer that resumed it) are taken from the history, the rest comes with the run.
+   */
+  liveTaskId?: string;
   language: Language;
   span?: TraceSpan;
 }
@@ -43,11 +48,13 @@ export async function threadHistory(deps: RunDeps, record: ThreadRecord, options
   if (options.maxMessages <= 0) return [];
   const kernel = deps.kernel.pacedBy(undefined, options.span ?? NO_SPAN);
   try {
-    const tasks = await contextTasks(kernel, record.contextId, options.maxMessages);
+    const listed = await contextTasks(kernel, record.contextId, options.maxMessages);
+    // The live run's task is the newest whatever its status time says (a working status may carry none).
+    const tasks = [...listed.filter((t) => t.id !== options.liveTaskId), ...listed.filter((t) => t.id === options.liveTaskId)];
     const messages: Message[] = [];
     for (const task of tasks) {
       const history = task.history?.length ? task.history : ((await kernel.getTask(task.id!, HISTORY_LENGTH)).history ?? []);
-      await foldTask(messages, { ...task, history }, record, options.language);
+      await foldTask(messages, { ...task, history }, record, options.language, task.id === options.liveTaskId);
     }
     return messages.slice(-options.maxMessages);
   } catch (error) {
@@ -76,14 +83,16 @@ async function contextTasks(kernel: PacedUpstream, contextId: string, wanted: nu
 }
 
 /** One task's history folded into `messages`: its user messages as they were sent, its agent text projected. */
-async function foldTask(messages: Message[], task: A2ATask, record: ThreadRecord, language: Language): Promise<void> {
+async function foldTask(messages: Message[], task: A2ATask, record: ThreadRecord, language: Language, live: boolean): Promise<void> {
   const agentFrames: A2AStreamResponse[] = [];
   const flush = async () => {
     foldMessages(messages, await projected(agentFrames.splice(0), task, record, language));
   };
   let shown = "";
   const deltaIds = new Set<string>();
-  for (const message of taskMessages(task)) {
+  const all = taskMessages(task);
+  const ownMessages = live ? all.slice(0, all.findLastIndex((m) => !isAgentRole(m.role)) + 1) : all;
+  for (const message of ownMessages) {
     if (!isAgentRole(message.role)) {
       const user = userMessageOf(message);
       if (user === undefined) continue;

@@ -64,6 +64,12 @@ const codePointLength = (s: string): number => {
 // points of well-formed Unicode, so an unbounded id cannot bloat the state and a lone surrogate cannot be
 // replaced by U+FFFD on its way to disk and collide with another id.
 const LONE_SURROGATE = /\p{Cs}/u;
+const rosInvocationId = () =>
+  str().refine((s) => {
+    const n = codePointLength(s);
+    return n >= 1 && n <= 256;
+  }, { error: R.length1to256 });
+
 const stateId = () =>
   nonEmptyStr()
     .refine((s) => s.length <= 256 || (s.length <= 512 && codePointLength(s) <= 256), { error: R.length1to256 })
@@ -71,10 +77,7 @@ const stateId = () =>
 
 const iacCodeSchema = strictObj({
   schemaVersion: z.literal(1, { error: R.numberOne }),
-  rosInvocationId: str().refine((s) => {
-    const n = codePointLength(s);
-    return n >= 1 && n <= 256;
-  }, { error: R.length1to256 }),
+  rosInvocationId: rosInvocationId(),
   cwd: str(),
   model: str().optional(),
   llmApiKey: str().optional(),
@@ -175,6 +178,42 @@ export function parseRunAgentInput(body: Record<string, unknown>): RunRequest {
     });
   }
   return request;
+}
+
+/** A POST /connect body: a RunAgentInput's thread and run ids and, as proof of the binding, its rosInvocationId. */
+export interface ConnectInput {
+  threadId: string;
+  /** Labels the connect stream's own run; it is not remembered. */
+  runId: string;
+  rosInvocationId?: string;
+  preferredLanguage?: string;
+}
+
+// Open everywhere but the ids: messages, tools and the rest of forwardedProps are ignored (the gateway rebuilds the
+// conversation from the kernel), and a server-side caller may send no forwardedProps at all.
+const connectSchema = looseObj({
+  threadId: stateId(),
+  runId: stateId(),
+  forwardedProps: looseObj({
+    iacCode: looseObj({ rosInvocationId: rosInvocationId().optional(), preferredLanguage: str().optional() }).optional(),
+  }).nullish(),
+});
+
+/** body is already a parsed JSON object. Throws InputError. */
+export function parseConnectInput(body: Record<string, unknown>): ConnectInput {
+  const parsed = connectSchema.safeParse(body, { reportInput: true });
+  if (!parsed.success) {
+    const first = parsed.error.issues[0];
+    throw first ? issueToError(first) : new InputError(B.envelope);
+  }
+  const { threadId, runId, forwardedProps } = parsed.data;
+  const iacCode = forwardedProps?.iacCode;
+  return {
+    threadId,
+    runId,
+    ...(iacCode?.rosInvocationId !== undefined && { rosInvocationId: iacCode.rosInvocationId }),
+    ...(iacCode?.preferredLanguage !== undefined && { preferredLanguage: iacCode.preferredLanguage }),
+  };
 }
 
 /** Reads preferredLanguage without validating anything else (used to localize errors before validation); undefined if absent/not a string. */

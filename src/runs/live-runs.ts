@@ -15,6 +15,11 @@ export class LiveRuns {
     return this.sessions.has(threadId);
   }
 
+  /** The run of this replica streaming on the thread. */
+  session(threadId: string): RunSession | undefined {
+    return this.sessions.get(threadId);
+  }
+
   add(session: RunSession): void {
     this.sessions.set(session.ticket.request.threadId, session);
   }

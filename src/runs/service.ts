@@ -16,6 +16,7 @@ import { threadHistory, type HistoryOptions } from "./history.js";
 import type { Caller } from "./caller.js";
 import { observedRecord, reattach, type Observation } from "./reattach.js";
 import { confirmRejoin, type Rejoin } from "./reconnect.js";
+import { connectTarget, type ConnectRequest, type ConnectTarget } from "./connect.js";
 import { recoverAbandonedRuns } from "./recovery.js";
 import type { RunDeps, RunServiceOptions } from "./run-context.js";
 import type { RunSession } from "./run-session.js";
@@ -29,6 +30,7 @@ export type { CancelOutcome, CancelRequest } from "./cancel.js";
 export type { HistoryOptions } from "./history.js";
 export type { Observation } from "./reattach.js";
 export type { Rejoin } from "./reconnect.js";
+export { connectRun, type ConnectRequest, type ConnectTarget } from "./connect.js";
 export { MAX_THREAD_PAGE, type ThreadPage, type ThreadSummary } from "./thread-list.js";
 export type { RunServiceOptions } from "./run-context.js";
 export type { RunSession, RunTicket } from "./run-session.js";
@@ -128,6 +130,11 @@ export class RunService {
   }
 
   /** The thread's conversation from the kernel's task history; undefined for a thread this gateway does not know. */
+  /** Who may connect to the thread, and what a connect finds there (src/runs/connect.ts). */
+  connect(request: ConnectRequest): Promise<ConnectTarget> {
+    return connectTarget(this.deps, request);
+  }
+
   async history(threadId: string, options: HistoryOptions): Promise<Message[] | undefined> {
     const record = await this.deps.threads.read(threadId);
     return record && threadHistory(this.deps, record, options);
