@@ -151,7 +151,7 @@ describe("the README's Try it", () => {
 
 describe("docs/try-it.md", () => {
   it("runs every block in order against the demo, each answer as the text says", async () => {
-    expect(TRY_IT).toHaveLength(10);
+    expect(TRY_IT).toHaveLength(12);
     expect(TRY_IT[0]).toContain(`AGUI=${DOCUMENTED_URL}`);
     const shell = new Shell(scratch);
     try {
@@ -161,7 +161,7 @@ describe("docs/try-it.md", () => {
         expect(result.status, `${block}\n→ ${result.output}`).toBe(0);
         results.push(result);
       }
-      const [setup, run, deploy, observe, approve, observeOver, deny, cancel, pipeline, protobuf] = results.map((r) => r.output);
+      const [setup, run, deploy, observe, approve, observeOver, deny, cancel, pipeline, protobuf, reconnect, connect] = results.map((r) => r.output);
 
       expect(setup!.trim()).toBe("");
       expect(finished(readOutput(run!).runs[0]!).outcome?.type).toBe("success");
@@ -211,6 +211,20 @@ describe("docs/try-it.md", () => {
       expect(events[0]?.type).toBe("RUN_STARTED");
       expect(finished(events).outcome?.type).toBe("success");
       expect(runProblems(events)).toEqual([]);
+
+      // The reconnect: run-1's records after its fifth, byte for byte, ids 6 to the end.
+      const first = run!.split(/(?<=\n\n)/);
+      expect(reconnect).toBe(first.slice(5).join(""));
+      expect(reconnect!.startsWith("id: run-1:6\n")).toBe(true);
+
+      // The connect: the conversation so far (m-1 first), then a plain finish.
+      const connected = readOutput(connect!).runs;
+      expect(connected).toHaveLength(1);
+      expect(connected[0]!.map((e) => e.type)).toEqual(["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]);
+      const messages = connected[0]![1]!["messages"] as { id: string; role: string }[];
+      expect(messages[0]).toMatchObject({ id: "m-1", role: "user" });
+      expect(messages.filter((m) => m.role === "user").length).toBeGreaterThanOrEqual(4);
+      expect(finished(connected[0]!).outcome?.type).toBe("success");
     } finally {
       shell.close();
     }

@@ -5,9 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clientVerifierProblems } from "./helpers/checks.js";
 import { startCuttingProxy, type CuttingProxy } from "./helpers/cutting-proxy.js";
 import { cancelCount } from "./helpers/durable.js";
-import { expectValidRun, sessionEventOf, typesOf } from "./helpers/e2e.js";
+import { randomUUID } from "node:crypto";
+import { expectValidRun, readSse, sessionEventOf, typesOf } from "./helpers/e2e.js";
 import { readWithReconnects } from "./helpers/reconnect.js";
-import { startReplicas, type Replicas } from "./helpers/replicas.js";
+import { postRun, startReplicas, type Replicas } from "./helpers/replicas.js";
 
 let replicas: Replicas;
 let proxy: CuttingProxy;
@@ -79,5 +80,23 @@ describe("reconnects that land on the other replica (Redis)", () => {
     } finally {
       await toA.close();
     }
+  });
+
+  it("a connect on the other replica brings the conversation and the live run from the shared store", async () => {
+    const input = replicas.input({ prompt: "brief slow count" });
+    const posted = await postRun(replicas.a.url, input);
+    expect(posted.status).toBe(200);
+    await posted.live!.until((e) => e.type === "TEXT_MESSAGE_CONTENT");
+    const reply = await fetch(new URL("/connect", replicas.b.url), {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ ...input, runId: randomUUID() }),
+    });
+    const events = readSse(await reply.text()).events;
+    expectValidRun(events);
+    expect(await clientVerifierProblems(events)).toEqual([]);
+    const original = await posted.live!.rest();
+    expect(events[1]).toMatchObject({ type: "MESSAGES_SNAPSHOT", messages: [{ id: input.messages[0]!.id, role: "user" }] });
+    expect(events.slice(2)).toEqual(original.slice(1).map((e) => ("runId" in e ? { ...e, runId: events[0]!["runId"] } : e)));
   });
 });

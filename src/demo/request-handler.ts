@@ -57,10 +57,24 @@ export class ScriptedRequestHandler extends DefaultRequestHandler {
     return this.withFullHistory(await super.getTask(params, context), params.historyLength);
   }
 
-  // The SDK's store keeps one message per id, so a turn's text deltas (one id) would collapse into the first.
+  // A context's tasks newest first by creation, each with its full history: the SDK's own list sorts by status time
+  // (which a working or input-required status may lack), and its store keeps one message per id, so a turn's text
+  // deltas (one id) would collapse into the first. The turn registry has every task, in the order they began.
   override async listTasks(params: ListTasksRequest, context: ServerCallContext): Promise<ListTasksResponse> {
-    const page = await super.listTasks(params, context);
-    return { ...page, tasks: page.tasks.map((task) => this.withFullHistory(task, params.historyLength)) };
+    const tasks: Task[] = [];
+    for (const id of [...this.turns.history.keys()].reverse()) {
+      const task = await this.store.load(id, context);
+      if (task && (!params.contextId || task.contextId === params.contextId)) tasks.push(task);
+    }
+    const offset = /^[0-9]{1,9}$/.test(params.pageToken ?? "") ? Number(params.pageToken) : 0;
+    const pageSize = Math.min(Math.max(params.pageSize || 50, 1), 100);
+    const page = tasks.slice(offset, offset + pageSize);
+    return {
+      tasks: page.map((task) => this.withFullHistory(task, params.historyLength)),
+      nextPageToken: offset + pageSize < tasks.length ? String(offset + pageSize) : "",
+      pageSize,
+      totalSize: tasks.length,
+    };
   }
 
   override async *resubscribe(

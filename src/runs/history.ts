@@ -49,8 +49,10 @@ export async function threadHistory(deps: RunDeps, record: ThreadRecord, options
   const kernel = deps.kernel.pacedBy(undefined, options.span ?? NO_SPAN);
   try {
     const listed = await contextTasks(kernel, record.contextId, options.maxMessages);
-    // The live run's task is the newest whatever its status time says (a working status may carry none).
-    const tasks = [...listed.filter((t) => t.id !== options.liveTaskId), ...listed.filter((t) => t.id === options.liveTaskId)];
+    // The execution's open task (running, or parked at interrupts) is the thread's newest, whatever its status time
+    // says (a working or input-required status may carry none): no new turn starts while one is open.
+    const open = record.execution.taskId;
+    const tasks = [...listed.filter((t) => t.id !== open), ...listed.filter((t) => t.id === open)];
     const messages: Message[] = [];
     for (const task of tasks) {
       const history = task.history?.length ? task.history : ((await kernel.getTask(task.id!, HISTORY_LENGTH)).history ?? []);
