@@ -95,7 +95,6 @@ describe("hostile Last-Event-ID values", () => {
     for (const [name, lines, status, code] of cases) {
       const t0 = Date.now();
       const reply = await rawPost(stack.gateway.url, body, lines);
-      if (process.env["BRK_DEBUG"]) console.log(name, Date.now() - t0, reply.status);
       expect({ name, status: reply.status, code: reply.json?.error?.code }).toEqual({ name, status, code });
     }
     // Whitespace around the value is not part of it (HTTP strips it): a valid cursor.
@@ -124,7 +123,8 @@ describe("run ids a header finds awkward", () => {
       const { records, events } = readSse(first.text);
       expect(streamProblems(events)).toEqual([]);
       const ids = records.flatMap((r) => (r.kind === "event" ? [r.id!] : []));
-      const key = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(runId) ? runId : digestKey(runId);
+      // A run id that begins with "~" is digested too: it could otherwise pass for another run's digest key.
+      const key = /^[\x21-\x7d](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(runId) ? runId : digestKey(runId);
       expect(ids).toEqual(ids.map((_, i) => `${key}:${i + 1}`));
       const pieces = first.text.split(/(?<=\n\n)/);
       for (const at of [0, 1, Math.floor(ids.length / 2), ids.length - 1, ids.length]) {

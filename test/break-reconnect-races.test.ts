@@ -48,7 +48,6 @@ describe("reconnects racing for one run", () => {
       readWithReconnects(stack.gateway.url + "/", body, { runId: body.runId, lastEventId: `${body.runId}:0`, maxRequests: 100_000 }),
       readWithReconnects(stack.gateway.url + "/", body, { runId: body.runId, lastEventId: `${body.runId}:0`, maxRequests: 100_000 }),
     ]);
-    if (process.env["BRK_DEBUG"]) console.log("requests", a.requests, b.requests);
     first.abort();
     const log = await fullLog(stack.gateway.url, body);
     expectWholeView(a, body.runId, log);

@@ -81,13 +81,11 @@ describe("reconnects around an interrupt and its resume", () => {
       const interrupts = interruptsOf(readSse(parked.text).events);
       const resumed = await postRaw(s.gateway.url, resumeInput(parkedBody, [allowOnce(interrupts[0]!.id)], { runId: parkedBody.runId }));
       expect(resumed.status).toBe(200);
-      if (process.env["BRK_DEBUG"]) console.log("resume", resumed.text.length, parked.text.length);
     }
     // Everything above is past its retention now; nothing ended is kept.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     const fresh = s.input();
     const freshRun = await postRaw(s.gateway.url, fresh);
-    if (process.env["BRK_DEBUG"]) console.log("sizes", freshRun.text.length, controlRun.text.length);
     expect(freshRun.text.length).toBeLessThan(20_000);
     expect(controlRun.text.length).toBeLessThan(20_000);
     const replay = await reconnect(s.gateway.url, fresh, `${fresh.runId}:0`);
@@ -101,16 +99,16 @@ describe("the ended-runs budget when one feed key is used twice (what a resume r
     const feeds = new RunFeeds({ maxEvents: 100, maxBytes: 1_000_000, retentionMs: 100, endedBudgetBytes: 15_000 });
     for (let i = 0; i < 5; i++) {
       // The interrupted run ends (its records kept), then the resume under the same key streams and ends.
-      const parked = feeds.open("thread", `run-${i}`, "execution");
+      const parked = feeds.open("thread", `run-${i}`, { executionId: "execution", digest: `parked-${i}` });
       parked.log.append("x".repeat(5_000));
       parked.log.end(true);
-      const resume = feeds.open("thread", `run-${i}`, "execution");
+      const resume = feeds.open("thread", `run-${i}`, { executionId: "execution", digest: `resume-${i}` });
       resume.log.append("y".repeat(2_400));
       resume.log.end(true);
     }
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(feeds.size).toBe(0);
-    const fresh = feeds.open("thread", "fresh", "execution");
+    const fresh = feeds.open("thread", "fresh", { executionId: "execution", digest: "fresh" });
     fresh.log.append("z".repeat(6_500));
     fresh.log.end(true);
     // 6.5 KB of a 15 KB budget, nothing else kept: it must be there for a reconnect.

@@ -25,7 +25,7 @@ export async function connectThread(options: AppOptions, ctx: Context, body: Rec
   // Protobuf framing carries no ids, and a live run's kept events are SSE records: a binary client gets the
   // conversation as the kernel has it so far, and follows the live run through the observer route.
   const proto = acceptsProto(ctx.get("Accept"));
-  const live = target.liveRunId !== undefined && !proto ? await liveRun(options, threadId, target.liveRunId) : undefined;
+  const live = target.liveRun && !proto ? await liveRun(options, threadId, target.liveRun) : undefined;
   const liveTaskId = live ? (target.record.execution.taskId ?? undefined) : undefined;
   span.set({ "agui.connect.live_run": live !== undefined, "agui.connect.interrupts": target.interrupts.length });
   const messages =
@@ -102,13 +102,13 @@ class ConnectedRun implements RecordTarget {
  * How the connecting client follows the live run from its first event: this replica's feed (taking the run over
  * while it waits in its reconnect grace), or the shared store's copy; undefined when its first events are gone.
  */
-async function liveRun(options: AppOptions, threadId: string, runId: string): Promise<((target: RecordTarget) => void) | undefined> {
-  const key = eventIdKey(runId);
-  const feed = options.feeds.get(threadId, key);
+async function liveRun(options: AppOptions, threadId: string, run: { runId: string; digest: string }): Promise<((target: RecordTarget) => void) | undefined> {
+  const key = eventIdKey(run.runId);
+  const feed = options.feeds.get(threadId, key, run.digest);
   if (feed) {
     if (!("records" in feed.log.after(0))) return undefined;
     return (target) => (feed.detached ? feed.own(target, 0) : feed.follow(target, 0));
   }
-  const shared = await options.feeds.fromShared(threadId, key, 0);
+  const shared = await options.feeds.fromShared(threadId, key, run.digest, 0);
   return shared && "follow" in shared ? (target) => shared.follow(target) : undefined;
 }

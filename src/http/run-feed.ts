@@ -2,6 +2,7 @@
 // replay log, and connections read the log. The connection that owns the run (the POST / that started it, or a
 // reconnect that took it over) paces it; when the owner goes away the run is stopped, at once or once the
 // reconnect grace has passed without a new owner. Other readers (observers) follow without pacing it.
+import type { ServerResponse } from "node:http";
 import type { Observable } from "rxjs";
 import type { AguiOutput } from "../../operators/index.js";
 import type { FlowGate } from "../a2a/index.js";
@@ -14,6 +15,14 @@ interface Reader {
   unfollow(): void;
 }
 
+/** What a feed is of: a run (the request that started it, by its body's digest) or an observation. */
+export interface FeedOrigin {
+  /** The execution the run belongs to (an observation of another execution does not read it). */
+  executionId: string;
+  /** sha256 of the request that started the run; absent for an observation. */
+  digest?: string;
+}
+
 export class RunFeed {
   private owner: Reader | undefined;
   private graceTimer: NodeJS.Timeout | undefined;
@@ -21,14 +30,20 @@ export class RunFeed {
   /** What the run reads upstream by: its owner's socket; nothing holds it back while it has no owner. */
   readonly gate: FlowGate = { ready: () => this.owner?.response.gate.ready() };
 
+  /** A client took the run over on another replica (through the shared store). */
+  private ownedElsewhere = false;
+
   constructor(
     readonly log: ReplayLog,
     private readonly graceMs: number,
-    /** The execution the run belongs to (an observation of another execution does not read it). */
-    readonly executionId: string,
-    /** A client on another replica reads the run (through the shared store): the grace waits for it. */
-    private readonly readElsewhere: () => Promise<boolean> = async () => false,
+    readonly origin: FeedOrigin,
+    /** The run's copy in the shared store, and whether a client on another replica reads it: the grace waits for it. */
+    private readonly shared?: { mirror: SharedReplayWriter; readElsewhere(): Promise<boolean> },
   ) {}
+
+  get executionId(): string {
+    return this.origin.executionId;
+  }
 
   /** Encodes the run into the log (records with ids); `onEnd` learns whether its terminal event went in. */
   start(events: (gate: FlowGate) => Observable<AguiOutput>, options: EncodeOptions, onEnd: (complete: boolean) => void = () => {}): void {
@@ -54,9 +69,13 @@ export class RunFeed {
     const previous = this.owner;
     const reader = read(this.log, response, afterSeq, undefined);
     this.owner = reader;
+    this.ownedElsewhere = false;
+    this.shared?.mirror.ownedHere();
     // A client that reconnected is done with its old connection, whether or not the gateway had noticed it go.
     previous?.response.end();
-    response.res.on("close", () => this.disowned(reader));
+    // A client that hung up while its request was being decided is gone already: its 'close' will not come again.
+    if (gone(response.res)) this.disowned(reader);
+    else response.res.on("close", () => this.disowned(reader));
   }
 
   /** `response` reads along from the record after `afterSeq`, without pacing the run; one that falls behind the log's bytes is cut. */
@@ -69,22 +88,33 @@ export class RunFeed {
     return this.owner === undefined && !this.log.ended;
   }
 
+  /** A reconnect on another replica took the run over: this replica's client is let go, the run goes on for that one. */
+  takenElsewhere(): void {
+    if (!this.owner || this.log.ended) return;
+    this.ownedElsewhere = true;
+    this.owner.response.end();
+  }
+
   private disowned(reader: Reader): void {
     if (this.owner !== reader) return;
     this.owner = undefined;
     if (this.log.ended) return;
-    if (this.graceMs <= 0) return this.stop();
+    if (this.graceMs <= 0 && !this.ownedElsewhere) return this.stop();
     this.waitForOwner();
   }
 
+  /** Until a client owns the run again here, or none reads it on another replica once the grace (at least 1 s) is over. */
   private waitForOwner(): void {
-    this.graceTimer = setTimeout(() => {
-      void this.readElsewhere().then((read) => {
-        if (this.owner || this.log.ended) return;
-        if (read) this.waitForOwner();
-        else this.stop();
-      });
-    }, this.graceMs);
+    this.graceTimer = setTimeout(
+      () => {
+        void (this.shared?.readElsewhere() ?? Promise.resolve(false)).then((read) => {
+          if (this.owner || this.log.ended) return;
+          if (read) this.waitForOwner();
+          else this.stop();
+        });
+      },
+      this.ownedElsewhere ? Math.max(this.graceMs, 1_000) : this.graceMs,
+    );
   }
 
   /** The run is stopped as a client disconnect stops it (src/runs: its task cancelled unless parked). */
@@ -94,11 +124,16 @@ export class RunFeed {
   }
 }
 
+/** The client's socket is closed (its 'close' event is behind us). */
+function gone(res: ServerResponse): boolean {
+  return res.destroyed || res.closed || res.socket === null || res.socket.destroyed;
+}
+
 /** The log's records after `afterSeq` on the response, then the live ones, then its end. */
 function read(log: ReplayLog, response: RecordTarget, afterSeq: number, maxBacklog: number | undefined): Reader {
   const replay = log.after(afterSeq);
   // The records asked for are gone (checked by the caller, but an await may have come between): no stream with a gap.
-  if ("refused" in replay) {
+  if ("refused" in replay || gone(response.res)) {
     response.end();
     return { response, unfollow: () => {} };
   }
@@ -119,11 +154,15 @@ function read(log: ReplayLog, response: RecordTarget, afterSeq: number, maxBackl
 /** A reconnect's answer from the shared store: where its records are, or why there are none. */
 export type SharedRejoin = { refused: "future" | "expired" } | { follow(response: RecordTarget): void };
 
-/** The feeds of this process by thread and event-id key; each dropped `retentionMs` after its run ended. */
+/**
+ * The feeds of this process, by thread and event-id key (a resume that reuses its run's id makes a second feed
+ * under the same key: the latest answers a lookup by key, the request's digest picks either); each dropped
+ * `retentionMs` after its run ended, or sooner when the ended runs' records pass their budget.
+ */
 export class RunFeeds {
-  private readonly feeds = new Map<string, RunFeed>();
+  private readonly feeds = new Map<string, RunFeed[]>();
   /** Ended runs still kept, oldest first, and their bytes. */
-  private readonly ended = new Map<string, { log: ReplayLog; drop(): void }>();
+  private readonly ended = new Map<RunFeed, () => void>();
   private endedBytes = 0;
   private observations = 0;
 
@@ -135,82 +174,110 @@ export class RunFeeds {
     private readonly shared?: RedisReplay,
   ) {}
 
-  /** A new run's feed (a run id is used once per thread, so there is none yet). */
-  open(threadId: string, idKey: string, executionId: string): RunFeed {
+  /** A new run's feed. */
+  open(threadId: string, idKey: string, origin: Required<FeedOrigin>): RunFeed {
     const shared = this.shared;
-    return this.add(feedId(threadId, idKey), idKey, executionId, shared && {
-      mirror: shared.writer(threadId, idKey),
-      readElsewhere: () => shared.isRead(threadId, idKey),
+    let feed: RunFeed | undefined;
+    feed = this.add(feedId(threadId, idKey), idKey, origin, shared && {
+      mirror: shared.writer(threadId, idKey, origin.digest, () => feed?.takenElsewhere()),
+      readElsewhere: () => shared.isRead(threadId, idKey, origin.digest),
     });
+    return feed;
   }
 
   /** An observation rebuilt from the kernel: a stream of its own, keyed `<runKey>#<n>` (this replica only). */
   openObservation(threadId: string, runKey: string, executionId: string): RunFeed {
     const idKey = `${runKey}#${++this.observations}`;
-    return this.add(observationId(threadId, idKey), idKey, executionId);
+    return this.add(observationId(threadId, idKey), idKey, { executionId });
   }
 
-  get(threadId: string, idKey: string): RunFeed | undefined {
-    return this.feeds.get(feedId(threadId, idKey));
+  /** The latest feed under the key; with `digest`, the one its request started. */
+  get(threadId: string, idKey: string, digest?: string): RunFeed | undefined {
+    const feeds = this.feeds.get(feedId(threadId, idKey));
+    return digest === undefined ? feeds?.at(-1) : feeds?.findLast((feed) => feed.origin.digest === digest);
+  }
+
+  /** Feeds kept (runs and observations, live or ended). */
+  get size(): number {
+    let n = 0;
+    for (const feeds of this.feeds.values()) n += feeds.length;
+    return n;
   }
 
   getObservation(threadId: string, idKey: string): RunFeed | undefined {
-    return this.feeds.get(observationId(threadId, idKey));
-  }
-
-  get size(): number {
-    return this.feeds.size;
+    return this.feeds.get(observationId(threadId, idKey))?.at(-1);
   }
 
   /**
-   * A run this replica does not stream, from the shared store: undefined without one or when nothing of the run is
-   * kept. A cursor a little ahead of the copy waits for it (the owner copies once per tick, after the socket write).
+   * A run this replica does not stream, from the shared store (`digest`: of the request that started it): undefined
+   * without one or when nothing of the run is kept. A cursor a little ahead of the copy waits for it (the owner
+   * copies once per tick, after the socket write). `owns`: a reconnect, which takes the run over from the client the
+   * running replica has.
    */
-  async fromShared(threadId: string, idKey: string, afterSeq: number): Promise<SharedRejoin | undefined> {
+  async fromShared(threadId: string, idKey: string, digest: string, afterSeq: number, owns = false): Promise<SharedRejoin | undefined> {
     const shared = this.shared;
     if (!shared) return undefined;
-    let read = await shared.read(threadId, idKey, afterSeq);
+    let read = await shared.read(threadId, idKey, digest, afterSeq);
     for (let waited = 0; read && !read.ended && afterSeq > read.lastSeq && waited < SHARED_LAG_WAIT_MS; waited += 50) {
       await new Promise((resolve) => setTimeout(resolve, 50));
-      read = await shared.read(threadId, idKey, afterSeq);
+      read = await shared.read(threadId, idKey, digest, afterSeq);
     }
     if (!read || read.ended === "abandoned" || afterSeq < read.firstSeq - 1) return read ? { refused: "expired" } : undefined;
     if (afterSeq > read.lastSeq) return { refused: "future" };
     const { records, ended } = read;
     // The tail goes on from what this reader was given, whatever the copy holds by then.
     const given = records.at(-1)?.[0] ?? afterSeq;
+    const maxBacklog = this.bounds.maxBytes;
     return {
       follow: (response) => {
+        if (gone(response.res)) return response.end();
         for (const [, text] of records) response.write(text);
         if (ended) return response.end();
-        const tail = shared.tail(threadId, idKey, given, {
-          record: (text) => response.write(text),
-          end: () => response.end(),
-        });
+        const tail = shared.tail(
+          threadId,
+          idKey,
+          digest,
+          given,
+          {
+            record: (text) => {
+              response.write(text);
+              if (response.backlog > maxBacklog) response.res.destroy();
+            },
+            end: () => response.end(),
+          },
+          owns,
+        );
         response.res.on("close", () => tail.stop());
       },
     };
   }
 
-  private add(id: string, idKey: string, executionId: string, shared?: { mirror: SharedReplayWriter; readElsewhere: () => Promise<boolean> }): RunFeed {
+  private add(id: string, idKey: string, origin: FeedOrigin, shared?: { mirror: SharedReplayWriter; readElsewhere: () => Promise<boolean> }): RunFeed {
     const log = new ReplayLog(idKey, this.bounds, (settled) => this.settled(id, feed, settled), shared?.mirror);
-    const feed = new RunFeed(log, this.graceMs, executionId, shared?.readElsewhere);
-    this.feeds.set(id, feed);
+    const feed = new RunFeed(log, this.graceMs, origin, shared);
+    const feeds = this.feeds.get(id) ?? [];
+    feeds.push(feed);
+    this.feeds.set(id, feeds);
     return feed;
   }
 
   /** An ended run's records stay for the retention, within the budget of all ended runs (the oldest go first). */
   private settled(id: string, feed: RunFeed, log: ReplayLog): void {
+    let dropped = false;
     const drop = () => {
-      if (this.feeds.get(id) === feed) this.feeds.delete(id);
-      if (this.ended.delete(id)) this.endedBytes -= log.heldBytes;
+      if (dropped) return;
+      dropped = true;
+      const left = (this.feeds.get(id) ?? []).filter((f) => f !== feed);
+      if (left.length > 0) this.feeds.set(id, left);
+      else this.feeds.delete(id);
+      if (this.ended.delete(feed)) this.endedBytes -= log.heldBytes;
     };
     if (log.abandoned) return drop();
-    this.ended.set(id, { log, drop });
+    this.ended.set(feed, drop);
     this.endedBytes += log.heldBytes;
-    for (const [, oldest] of this.ended) {
+    for (const [, dropOldest] of this.ended) {
       if (this.endedBytes <= this.bounds.endedBudgetBytes) break;
-      oldest.drop();
+      dropOldest();
     }
     setTimeout(drop, this.bounds.retentionMs).unref();
   }

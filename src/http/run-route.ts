@@ -12,6 +12,7 @@ import { latestUserMessage, parseRunAgentInput } from "../runs/input.js";
 import { buildUserParts } from "../runs/parts.js";
 import { runDigest, type Observation, type RunSession } from "../runs/service.js";
 import type { AppOptions } from "./app.js";
+import { admission } from "../runs/errors.js";
 import { httpErrors } from "./errors.js";
 import { parseEventId } from "./replay-log.js";
 import type { RunFeed, SharedRejoin } from "./run-feed.js";
@@ -80,7 +81,7 @@ export function startRunStream(options: AppOptions, ctx: Context, session: RunSe
     void writeSse(response, (gate) => options.runs.stream(session, gate), { ...encoding, proto: true }).then((how) => ended(how === "completed"));
     return;
   }
-  const feed = options.feeds.open(request.threadId, eventIdKey(request.runId), session.record.execution.executionId);
+  const feed = options.feeds.open(request.threadId, eventIdKey(request.runId), { executionId: session.record.execution.executionId, digest: session.ticket.digest });
   const response = countedResponse(options, ctx, false);
   feed.start((gate) => options.runs.stream(session, gate), encoding, ended);
   feed.own(response, 0);
@@ -99,10 +100,16 @@ export async function rejoinRun(options: AppOptions, ctx: Context, body: Record<
   const runKey = eventIdKey(request.runId);
   // `<runId>:0` also names the run (a client that lost the stream before its first event knows only the run id).
   if (cursor.runId !== runKey && cursor.runId !== request.runId) throw httpErrors.badCursor("otherRun");
-  const known = await options.runs.rejoinable({ threadId: request.threadId, runId: request.runId, digest: runDigest(body), caller });
+  const digest = runDigest(body);
+  const known = await options.runs.rejoinable({ threadId: request.threadId, runId: request.runId, digest, caller });
   if (known === "unknown") throw httpErrors.badCursor("otherRun");
-  const local = options.feeds.get(request.threadId, runKey);
-  if (!local) return followShared(options, ctx, await options.feeds.fromShared(request.threadId, runKey, cursor.seq), span);
+  const local = options.feeds.get(request.threadId, runKey, digest);
+  if (!local) {
+    const shared = await options.feeds.fromShared(request.threadId, runKey, digest, cursor.seq, true);
+    // The id names another request's run now, and nothing of this body's run is kept: it is not this client's run.
+    if (!shared && known === "reused") throw admission.runIdConflict();
+    return followShared(options, ctx, shared, span);
+  }
   const feed = replayable(local, cursor.seq);
   const response = countedResponse(options, ctx, false, span);
   if (feed.log.ended) feed.follow(response, cursor.seq);
@@ -125,7 +132,7 @@ export async function observeRun(options: AppOptions, ctx: Context, observation:
   if (lastEventId !== "" && acceptsProto(ctx.get("Accept"))) throw httpErrors.badCursor("binary");
   const cursor = lastEventId === "" ? undefined : parseEventId(lastEventId);
   if (lastEventId !== "" && !cursor) throw httpErrors.badCursor("malformed");
-  const taskId = await options.runs.observable(observation, cursor !== undefined);
+  const { taskId, digest } = await options.runs.observable(observation, cursor !== undefined);
   const { threadId, executionId } = observation;
   span.set({ [ATTR.threadId]: threadId, [ATTR.runId]: observation.runId, [ATTR.executionId]: executionId, ...(taskId !== null && { [ATTR.taskId]: taskId }) });
   const runKey = eventIdKey(observation.runId);
@@ -140,7 +147,7 @@ export async function observeRun(options: AppOptions, ctx: Context, observation:
   const found = options.feeds.get(threadId, runKey);
   const runFeed = found?.executionId === executionId ? found : undefined;
   if (cursor) {
-    if (!found) return followShared(options, ctx, await options.feeds.fromShared(threadId, runKey, cursor.seq), span);
+    if (!found) return followShared(options, ctx, await options.feeds.fromShared(threadId, runKey, digest, cursor.seq), span);
     replayable(runFeed, cursor.seq).follow(countedResponse(options, ctx, false, span), cursor.seq);
     return;
   }

@@ -57,9 +57,10 @@ export function acceptsProto(accept: string | undefined): boolean {
 /**
  * The run part of the stream's event ids: the run id itself when a header can carry it as it is (printable
  * ASCII, no edge spaces: fetch refuses other header values, and CR/LF would break the record), else `~` and a digest.
+ * A run id that begins with `~` is digested too, so it can never pass for another run's digest.
  */
 export function eventIdKey(runId: string): string {
-  if (/^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(runId)) return runId;
+  if (/^[\x21-\x7d](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(runId)) return runId;
   return `~${createHash("sha256").update(runId, "utf8").digest("hex").slice(0, 32)}`;
 }
 

@@ -104,6 +104,7 @@ async function admitLocked(deps: RunDeps, thread: LockedThread, candidate: RunCa
   const logger = deps.logger.child({ requestId, threadId, runId, ...callerLogFields(candidate.caller), ...span.logFields });
   const ticket: RunTicket = {
     request,
+    digest: candidate.digest,
     record: admitted.record,
     language,
     kind: admitted.kind,

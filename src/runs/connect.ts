@@ -22,8 +22,8 @@ export interface ConnectRequest {
 /** The thread as a connect finds it. */
 export interface ConnectTarget {
   record: ThreadRecord;
-  /** The run streaming on the thread now, on this replica or another (its events may be kept for a reconnect). */
-  liveRunId?: string;
+  /** The run streaming on the thread now, on this replica or another (its events may be kept for a reconnect), and its request's digest. */
+  liveRun?: { runId: string; digest: string };
   /** The interrupts waiting for an answer (none while a run streams). */
   interrupts: Interrupt[];
 }
@@ -46,10 +46,10 @@ export async function connectTarget(deps: RunDeps, request: ConnectRequest): Pro
   }
   const translate = (english: string, lang?: string) => localize(normalizeLanguage(lang) ?? request.language, english);
   if (hasPending(record)) return { record, interrupts: interruptsOf(record.execution.pending, translate) };
-  const local = deps.live.session(request.threadId);
+  const local = deps.live.session(request.threadId)?.ticket;
   // Another replica's run: the last admitted, while the execution still has a task.
-  const liveRunId = local?.ticket.request.runId ?? (record.execution.taskId !== null ? record.runDigests.at(-1)?.runId : undefined);
-  return { record, interrupts: [], ...(liveRunId !== undefined && { liveRunId }) };
+  const liveRun = local ? { runId: local.request.runId, digest: local.digest } : record.execution.taskId !== null ? record.runDigests.at(-1) : undefined;
+  return { record, interrupts: [], ...(liveRun && { liveRun: { runId: liveRun.runId, digest: liveRun.digest } }) };
 }
 
 /**

@@ -2,7 +2,6 @@
 // one of the thread's, the thread the caller's, and the request the one that started the run. Nothing is changed.
 import { runDigestOf } from "../state/windows.js";
 import type { Caller } from "./caller.js";
-import { admission } from "./errors.js";
 import type { RunDeps } from "./run-context.js";
 import { mayUse } from "./transitions.js";
 
@@ -14,11 +13,14 @@ export interface Rejoin {
   caller: Caller;
 }
 
-/** Resolves when the run may be rejoined; "unknown" when the thread (as far as the caller may know) never ran it. */
-export async function confirmRejoin(deps: RunDeps, rejoin: Rejoin): Promise<"ok" | "unknown"> {
+/**
+ * Whether the run may be rejoined: "unknown" when the thread (as far as the caller may know) never ran it, "reused"
+ * when its id now names another request's run (a resume that reused it: only the first run's kept events, if any,
+ * answer this body).
+ */
+export async function confirmRejoin(deps: RunDeps, rejoin: Rejoin): Promise<"ok" | "unknown" | "reused"> {
   const record = await deps.threads.read(rejoin.threadId);
   const seen = record && mayUse(rejoin.caller, record) ? runDigestOf(record, rejoin.runId) : undefined;
   if (seen === undefined) return "unknown";
-  if (seen !== rejoin.digest) throw admission.runIdConflict();
-  return "ok";
+  return seen === rejoin.digest ? "ok" : "reused";
 }

@@ -45,6 +45,8 @@ import {
 /** An admitted run: everything its stream needs, decided under the thread lock. */
 export interface RunTicket {
   readonly request: RunRequest;
+  /** sha256 of the request's body (a reconnect repeats it). */
+  readonly digest: string;
   /** The record as admission wrote it. */
   readonly record: ThreadRecord;
   readonly language: Language;

@@ -6,7 +6,7 @@ import type { Message } from "@ag-ui/core";
 import type { Observable } from "rxjs";
 import type { AguiOutput } from "../../operators/index.js";
 import type { FlowGate } from "../a2a/index.js";
-import { DEFAULT_RUN_ID_WINDOW } from "../state/windows.js";
+import { DEFAULT_RUN_ID_WINDOW, runDigestOf } from "../state/windows.js";
 import { NO_SPAN, TRACING_OFF, type TraceSpan } from "../ops/trace.js";
 import { admitRun, type RunCandidate } from "./admission.js";
 import { answerRelayedCancel, cancelExecution, type CancelOutcome, type CancelRequest } from "./cancel.js";
@@ -108,15 +108,17 @@ export class RunService {
   }
 
   /**
-   * The kernel's task of the execution the observation may see (EXECUTION_NOT_FOUND otherwise); `ended`: an execution
-   * that has ended may be seen too (an observer that lost its stream comes back for the rest), its task then null.
+   * The kernel's task of the execution the observation may see (EXECUTION_NOT_FOUND otherwise), and the digest of the
+   * request of the run it names; `ended`: an execution that has ended may be seen too (an observer that lost its
+   * stream comes back for the rest), its task then null.
    */
-  async observable(observation: Observation, ended = false): Promise<string | null> {
-    return (await observedRecord(this.deps, observation, ended)).execution.taskId;
+  async observable(observation: Observation, ended = false): Promise<{ taskId: string | null; digest: string }> {
+    const record = await observedRecord(this.deps, observation, ended);
+    return { taskId: record.execution.taskId, digest: runDigestOf(record, observation.runId)! };
   }
 
-  /** Whether a client that lost a run's stream may have the rest of it: "unknown" for a run the thread (to the caller) never had. */
-  rejoinable(rejoin: Rejoin): Promise<"ok" | "unknown"> {
+  /** Whether a client that lost a run's stream may have the rest of it (src/runs/reconnect.ts). */
+  rejoinable(rejoin: Rejoin): Promise<"ok" | "unknown" | "reused"> {
     return confirmRejoin(this.deps, rejoin);
   }
 

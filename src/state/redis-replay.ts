@@ -25,6 +25,8 @@ export interface SharedReplayWriter {
   append(seq: number, text: string, firstSeq: number): void;
   heartbeat(): void;
   end(complete: boolean, lastSeq: number, retentionMs: number): void;
+  /** A client of this replica owns the run (again): one that took it over elsewhere no longer does. */
+  ownedHere(): void;
 }
 
 /** A reader following a run on another replica; stop() ends it. */
@@ -50,13 +52,18 @@ export class RedisReplay {
     this.prefix = prefix;
   }
 
-  private key(threadId: string, idKey: string): string {
-    return `${this.prefix}replay:${threadFileStem(threadId)}:${createHash("sha256").update(idKey).digest("hex").slice(0, 32)}`;
+  /** One stream per run: the request's digest tells apart two runs under one id (a resume that reuses its run's id). */
+  private key(threadId: string, idKey: string, digest: string): string {
+    return `${this.prefix}replay:${threadFileStem(threadId)}:${createHash("sha256").update(`${idKey}\u0000${digest}`).digest("hex").slice(0, 32)}`;
   }
 
-  /** The run's shared copy, written in one pipeline per tick. A write that fails drops the copy (never a gap). */
-  writer(threadId: string, idKey: string): SharedReplayWriter {
-    const key = this.key(threadId, idKey);
+  /**
+   * The run's shared copy, written in one pipeline per tick. A write that fails drops the copy (never a gap). Each
+   * pipeline also asks whether a client took the run over on another replica: `takenElsewhere` is then called.
+   */
+  writer(threadId: string, idKey: string, digest: string, takenElsewhere: () => void = () => {}): SharedReplayWriter {
+    const key = this.key(threadId, idKey, digest);
+    const owner = `${key}:owner`;
     let batch: (string | number)[][] = [];
     let broken = false;
     let scheduled = false;
@@ -67,9 +74,11 @@ export class RedisReplay {
       batch = [];
       const pipeline = this.client.pipeline();
       for (const command of commands) pipeline.call(...(command as [string, ...(string | number)[]]));
+      pipeline.exists(owner);
       void pipeline.exec().then(
         (results) => {
-          if (results?.some(([error]) => error)) fail(results.find(([error]) => error)![0]);
+          if (results?.some(([error]) => error)) return fail(results.find(([error]) => error)![0]);
+          if (results?.at(-1)?.[1] === 1) takenElsewhere();
         },
         fail,
       );
@@ -99,13 +108,14 @@ export class RedisReplay {
         queue(["xadd", key, `${lastSeq}-1`, "end", complete ? "complete" : "abandoned"]);
         queue(["pexpire", key, Math.max(1, retentionMs)]);
       },
+      ownedHere: () => queue(["del", owner]),
     };
   }
 
   /** The run's records after `afterSeq`, or undefined when nothing of the run is kept. One MULTI: one moment of the copy. */
-  async read(threadId: string, idKey: string, afterSeq: number): Promise<SharedReplayRead | undefined> {
+  async read(threadId: string, idKey: string, digest: string, afterSeq: number): Promise<SharedReplayRead | undefined> {
     type Entries = [string, string[]][];
-    const key = this.key(threadId, idKey);
+    const key = this.key(threadId, idKey, digest);
     const [[, first], [, entries], [, newest]] = (await this.client
       .multi()
       .xrange(key, "-", "+", "COUNT", 1)
@@ -126,11 +136,21 @@ export class RedisReplay {
 
   /**
    * Follows the run after `afterSeq` on a connection of its own (XREAD blocks it), telling whoever runs it that a
-   * client still reads; ends at the end marker, when the copy is gone, or on stop().
+   * client still reads (and, for a reconnect, that this client owns the run now); ends at the end marker, when the
+   * copy is gone, or on stop().
    */
-  tail(threadId: string, idKey: string, afterSeq: number, listener: { record(text: string): void; end(complete: boolean): void }): SharedReplayTail {
-    const key = this.key(threadId, idKey);
+  tail(
+    threadId: string,
+    idKey: string,
+    digest: string,
+    afterSeq: number,
+    listener: { record(text: string): void; end(complete: boolean): void },
+    /** The reader took the run over (a reconnect): the replica that runs it lets its own client go. */
+    owns = false,
+  ): SharedReplayTail {
+    const key = this.key(threadId, idKey, digest);
     const presence = `${key}:reading`;
+    const owner = `${key}:owner`;
     const reader = createRedisConnection({ ...this.connection, name: "agui-gateway replay tail", commandTimeoutMs: TAIL_BLOCK_MS + 2_000 });
     let stopped = false;
     const finish = (complete: boolean) => {
@@ -143,6 +163,7 @@ export class RedisReplay {
       let last = `${afterSeq}-0`;
       while (!stopped) {
         await this.client.set(presence, "1", "PX", PRESENCE_TTL_MS).catch(() => undefined);
+        if (owns) await this.client.set(owner, "1", "PX", PRESENCE_TTL_MS).catch(() => undefined);
         const answer = (await reader.xread("BLOCK", TAIL_BLOCK_MS, "STREAMS", key, last).catch(() => "failed" as const)) as
           | [string, [string, string[]][]][]
           | null
@@ -172,8 +193,8 @@ export class RedisReplay {
   }
 
   /** A client on another replica reads the run now (its grace should wait). */
-  async isRead(threadId: string, idKey: string): Promise<boolean> {
-    return (await this.client.exists(`${this.key(threadId, idKey)}:reading`).catch(() => 0)) === 1;
+  async isRead(threadId: string, idKey: string, digest: string): Promise<boolean> {
+    return (await this.client.exists(`${this.key(threadId, idKey, digest)}:reading`).catch(() => 0)) === 1;
   }
 }
 
