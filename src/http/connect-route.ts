@@ -78,15 +78,16 @@ class ConnectedRun implements RecordTarget {
     this.response.write(`id: ${this.key}:${++this.seq}\ndata: ${JSON.stringify(event)}\n\n`);
   }
 
-  write(record: string | Uint8Array): void {
-    const text = typeof record === "string" ? record : Buffer.from(record).toString("utf8");
-    const data = /^data: (.*)$/m.exec(text)?.[1];
-    if (data === undefined) return;
-    const event = JSON.parse(data) as { type: string; threadId?: string; runId?: string };
-    if (event.type === EventType.RUN_STARTED) return;
-    if (event.runId !== undefined) event.runId = this.runId;
-    if (event.threadId !== undefined) event.threadId = this.threadId;
-    this.event(event);
+  /** One record or several (a replay hands over the records of a tick together). */
+  write(records: string | Uint8Array): void {
+    const text = typeof records === "string" ? records : Buffer.from(records).toString("utf8");
+    for (const [, data] of text.matchAll(/^data: (.*)$/gm)) {
+      const event = JSON.parse(data!) as { type: string; threadId?: string; runId?: string };
+      if (event.type === EventType.RUN_STARTED) continue;
+      if (event.runId !== undefined) event.runId = this.runId;
+      if (event.threadId !== undefined) event.threadId = this.threadId;
+      this.event(event);
+    }
   }
 
   heartbeat(): void {

@@ -24,19 +24,34 @@ export interface LogListener {
   end(complete: boolean): void;
 }
 
-/** What a cursor finds: the records after it, or why there are none to give. */
+/** What a cursor finds: the records after it (as a few strings, whole records each), or why there are none to give. */
 export type Replay = { records: readonly string[] } | { refused: "future" | "expired" };
 
+/**
+ * The records one tick appended, joined into one flat string: a run keeps a few long-lived strings instead of three
+ * objects per event (the id line, the data line and their concatenation), which the garbage collector would otherwise
+ * copy into the old generation by the thousand.
+ */
+interface Chunk {
+  firstSeq: number;
+  text: string;
+  /** Where each record starts in `text`. */
+  starts: number[];
+  bytes: number;
+}
+
 export class ReplayLog {
-  private records: string[] = [];
-  /** Index in `records` of the oldest record kept (evicted slots are dropped in batches). */
-  private head = 0;
+  private readonly chunks: Chunk[] = [];
+  /** Records of this tick, not yet joined into a chunk. */
+  private pending: string[] = [];
+  private sealing = false;
   private firstSeq = 1;
+  private count = 0;
   private bytes = 0;
-  private readonly sizes: number[] = [];
   private readonly listeners = new Set<LogListener>();
   /** live: records still come; complete: the terminal event is in; abandoned: the run stopped without one. */
   private state: "live" | "complete" | "abandoned" = "live";
+  private readonly seal = () => this.sealPending();
 
   constructor(
     /** `<runId>` as the ids carry it. */
@@ -49,7 +64,7 @@ export class ReplayLog {
 
   /** The seq of the newest record (0 before the first). */
   get lastSeq(): number {
-    return this.firstSeq + (this.records.length - this.head) - 1;
+    return this.firstSeq + this.count - 1;
   }
 
   get ended(): boolean {
@@ -63,20 +78,11 @@ export class ReplayLog {
   /** The record with seq `lastSeq + 1`; the oldest records go once a bound is passed. */
   append(text: string): void {
     if (this.state !== "live") return;
-    const size = Buffer.byteLength(text);
-    this.records.push(text);
-    this.sizes.push(size);
-    this.bytes += size;
-    while (this.records.length - this.head > 1 && (this.records.length - this.head > this.bounds.maxEvents || this.bytes > this.bounds.maxBytes)) {
-      this.bytes -= this.sizes[this.head]!;
-      this.head += 1;
-      this.firstSeq += 1;
-    }
-    // Evicted slots are dropped in batches, not one shift per record.
-    if (this.head >= 1024 && this.head * 2 >= this.records.length) {
-      this.records = this.records.slice(this.head);
-      this.sizes.splice(0, this.head);
-      this.head = 0;
+    this.pending.push(text);
+    this.count += 1;
+    if (!this.sealing) {
+      this.sealing = true;
+      process.nextTick(this.seal);
     }
     for (const listener of this.listeners) listener.record(text);
     this.mirror?.append(this.lastSeq, text, this.firstSeq);
@@ -91,6 +97,7 @@ export class ReplayLog {
   end(complete: boolean): void {
     if (this.state !== "live") return;
     this.state = complete ? "complete" : "abandoned";
+    this.sealPending();
     this.mirror?.end(complete, this.lastSeq, this.bounds.retentionMs);
     for (const listener of [...this.listeners]) listener.end(complete);
     this.listeners.clear();
@@ -99,9 +106,16 @@ export class ReplayLog {
 
   /** The records after `seq` (the last one a client received; 0 for none), or why they cannot be given. */
   after(seq: number): Replay {
+    this.sealPending();
     if (seq > this.lastSeq) return { refused: "future" };
     if (seq < this.firstSeq - 1 || this.state === "abandoned") return { refused: "expired" };
-    return { records: this.records.slice(this.head + (seq - this.firstSeq + 1)) };
+    const records: string[] = [];
+    for (const chunk of this.chunks) {
+      const last = chunk.firstSeq + chunk.starts.length - 1;
+      if (last <= seq) continue;
+      records.push(seq < chunk.firstSeq ? chunk.text : chunk.text.slice(chunk.starts[seq - chunk.firstSeq + 1]));
+    }
+    return { records };
   }
 
   /** Follows the log from now on (call right after `after`: nothing comes between). Returns the unfollow. */
@@ -116,7 +130,32 @@ export class ReplayLog {
 
   /** Bytes held (the bench reports it per run). */
   get heldBytes(): number {
+    this.sealPending();
     return this.bytes;
+  }
+
+  /** This tick's records become one chunk; the oldest chunks go while a bound is passed (the newest always stays). */
+  private sealPending(): void {
+    this.sealing = false;
+    const pending = this.pending;
+    if (pending.length === 0) return;
+    this.pending = [];
+    const starts: number[] = new Array(pending.length);
+    let at = 0;
+    for (let i = 0; i < pending.length; i++) {
+      starts[i] = at;
+      at += pending[i]!.length;
+    }
+    const text = pending.join("");
+    const bytes = Buffer.byteLength(text);
+    this.chunks.push({ firstSeq: this.lastSeq - pending.length + 1, text, starts, bytes });
+    this.bytes += bytes;
+    while (this.chunks.length > 1 && (this.count > this.bounds.maxEvents || this.bytes > this.bounds.maxBytes)) {
+      const oldest = this.chunks.shift()!;
+      this.count -= oldest.starts.length;
+      this.firstSeq += oldest.starts.length;
+      this.bytes -= oldest.bytes;
+    }
   }
 }
 
