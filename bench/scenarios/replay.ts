@@ -178,18 +178,24 @@ export interface ReconnectFigures {
   samples: number;
 }
 
-/** Reads `runs` 100k-frame turns through `start`, cutting and reconnecting to `reconnect` at random points. */
+/**
+ * Reads 100k-frame turns through `start`, cutting and reconnecting to `reconnect` at random points, until `wanted`
+ * reconnects were timed (at most `maxRuns` turns). A run whose reconnect is refused (its cursor no longer kept) ends
+ * there and the next one starts.
+ */
 export async function reconnects(
   ctx: BenchContext,
   start: System,
   reconnect: System,
-  runs: number,
+  wanted: number,
+  maxRuns: number,
   meanCut: number,
 ): Promise<{ figures: ReconnectFigures; detail: Record<string, unknown> }> {
   const agent = new Agent({ keepAliveTimeout: 10_000 });
   const results: FollowResult[] = [];
+  let timed = 0;
   try {
-    for (let i = 0; i < runs; i++) {
+    for (let i = 0; i < maxRuns && timed < wanted; i++) {
       const { body, contextId } = await start.request(benchPrompt({ mode: "burst", frames: THROUGHPUT_FRAMES }));
       await ctx.upstream.call("prepare", { contextId, frames: THROUGHPUT_FRAMES }, 120_000);
       const result = await followWithCuts({
@@ -201,6 +207,7 @@ export async function reconnects(
         maxConnections: 200,
       });
       results.push(result);
+      timed += result.samples.length;
       const ms = result.samples.map((s) => s.firstRecordMs);
       ctx.log(
         `  run ${i + 1}: ${result.connections} connections, ${result.samples.length} reconnects (p50 ${median(ms).toFixed(2)} ms, max ${Math.max(...ms).toFixed(2)} ms), ` +
@@ -216,10 +223,11 @@ export async function reconnects(
   const refused = results.flatMap((r) => r.refused);
   const violations = results.flatMap((r) => r.violations);
   if (violations.length > 0) throw new Error(`reconnect answers broke the ids' promise: ${violations.slice(0, 3).join("; ")}`);
+  const reconnectsSent = samples.length + refused.length;
   return {
     figures: { p50: round(quantile(ms, 0.5), 2), p99: round(quantile(ms, 0.99), 2), samples: ms.length },
     detail: {
-      runs,
+      runs: results.length,
       framesPerRun: THROUGHPUT_FRAMES,
       meanRecordsBetweenCuts: meanCut,
       samples: ms.length,
@@ -227,13 +235,16 @@ export async function reconnects(
       headersMs: { p50: round(quantile(headers, 0.5), 2), p99: round(quantile(headers, 0.99), 2) },
       finishedRuns: results.filter((r) => r.finished).length,
       refused: refused.length,
+      refusedShare: round(refused.length / Math.max(1, reconnectsSent), 3),
+      /** How far a refused cursor was into its run. */
+      ...(refused.length > 0 && { refusedAfterSeq: refused.map((r) => r.afterSeq) }),
       ...(refused.length > 0 && { refusedCodes: [...new Set(refused.map((r) => `${r.status} ${r.code}`))] }),
     },
   };
 }
 
 export async function reconnectLocal(ctx: BenchContext, gateway: System): Promise<{ reconnectFirstEventMs: ReconnectFigures; detail: Record<string, unknown> }> {
-  const { figures, detail } = await reconnects(ctx, gateway, gateway, ctx.quick ? 8 : 20, 5_000);
+  const { figures, detail } = await reconnects(ctx, gateway, gateway, ctx.quick ? 100 : 300, ctx.quick ? 40 : 100, 5_000);
   return { reconnectFirstEventMs: figures, detail };
 }
 
@@ -254,6 +265,6 @@ export async function redisRun(ctx: BenchContext, systems: { file: System; redis
 }
 
 export async function redisReconnect(ctx: BenchContext, systems: { a: System; b: System }): Promise<{ redisReconnectMs: ReconnectFigures; detail: Record<string, unknown> }> {
-  const { figures, detail } = await reconnects(ctx, systems.a, systems.b, ctx.quick ? 8 : 20, 5_000);
+  const { figures, detail } = await reconnects(ctx, systems.a, systems.b, ctx.quick ? 100 : 300, ctx.quick ? 40 : 100, 5_000);
   return { redisReconnectMs: figures, detail };
 }
