@@ -2,7 +2,7 @@
 // or a distribution measured in this run against a baseline measured in this run. Servers run in child
 // processes (upstream, relays, gateway) and the measuring client runs here. Writes bench/results.json.
 // Flags: --quick, --profile (cpu profile of the throughput gateway, top self-time functions printed),
-// --only=key,key (run some scenarios: throughput,latency,admission,python,state,pipeline,slow,idle,tracing),
+// --only=key,key (run some scenarios: throughput,latency,admission,python,state,pipeline,slow,idle,tracing,replay,redis-replay),
 // --idle-count=N (fewer idle streams, for a quick look), --gateway-dist=DIR (bench a compiled tree other than dist/, e.g. a patched copy, for an A/B comparison),
 // --compare-dist=DIR (throughput also times the gateway built in DIR, e.g. an older commit's, in the same rotation: compareRatio).
 import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
@@ -20,6 +20,7 @@ import { latency } from "./scenarios/latency.js";
 import { pipeline } from "./scenarios/pipeline.js";
 import { pythonReference } from "./scenarios/python-ref.js";
 import { slowReader } from "./scenarios/slow-reader.js";
+import { reconnectLocal, redisReconnect, redisRun, replayCost, replayMemory } from "./scenarios/replay.js";
 import { stateWrite, stateWriteRedis } from "./scenarios/state-write.js";
 import { startRedis } from "../test/helpers/redis.js";
 import { throughput } from "./scenarios/throughput.js";
@@ -48,6 +49,11 @@ const TARGETS = {
   admissionRedisMedianMs: "≤ admissionMedianMs + 2",
   compareRatio: "reported (--compare-dist)",
   tracingRatio: "reported (runs/s, tracing on ÷ off)",
+  replayCostRatio: "≥ 0.95 (events/s, replay ÷ --replay-events 1)",
+  replayMemoryPerRunKB: "reported",
+  reconnectFirstEventMs: "reported (p50, p99)",
+  redisRunRatio: "reported (events/s, Redis ÷ file store)",
+  redisReconnectMs: "reported (p50, p99, on another replica)",
 } as const;
 type Key = keyof typeof TARGETS;
 
@@ -69,6 +75,8 @@ function passes(key: Key, value: unknown): boolean | undefined {
       return (value as { bounded: boolean }).bounded;
     case "pythonReferenceRatio":
       return (value as number) >= 10;
+    case "replayCostRatio":
+      return (value as number) >= 0.95;
     case "admissionRedisMedianMs":
       return typeof results.admissionMedianMs === "number" && (value as number) <= results.admissionMedianMs + 2;
     default:
@@ -119,7 +127,7 @@ async function main(): Promise<void> {
     log,
   };
   // The Redis figures need a redis-server on PATH (`.ci/run` and the test setup install Debian's).
-  const redis = wants("admission") || wants("state") ? await startRedis().catch((error: unknown) => {
+  const redis = wants("admission") || wants("state") || wants("redis-replay") ? await startRedis().catch((error: unknown) => {
     log(`redis-server unavailable, Redis figures omitted: ${error instanceof Error ? error.message : String(error)}`);
     return undefined;
   }) : undefined;
@@ -219,6 +227,44 @@ async function main(): Promise<void> {
         } finally {
           await collector.close();
         }
+      });
+    }
+    if (wants("replay")) {
+      await scenario("replay", async () => {
+        // Two gateways alike but for what the replay keeps; both keep a run 30 s for a client that went away.
+        const floor = await startRelaySystem(ctx, "floor");
+        running.push(floor);
+        const replay = await startGatewaySystem(ctx, "gateway (replay)", { stateDir: await ctx.scratch("replay-state"), reconnectGraceSeconds: 30 });
+        running.push(replay);
+        const tiny = await startGatewaySystem(ctx, "gateway (--replay-events 1)", { stateDir: await ctx.scratch("replay-tiny-state"), reconnectGraceSeconds: 30, replay: { events: 1 } });
+        running.push(tiny);
+        const cost = await replayCost(ctx, { floor, replay, tiny });
+        results.replayCostRatio = cost.replayCostRatio;
+        details.replayCost = cost.detail;
+        const local = await reconnectLocal(ctx, replay);
+        results.reconnectFirstEventMs = local.reconnectFirstEventMs;
+        details.reconnect = local.detail;
+        const memory = await replayMemory(ctx, { replay, tiny });
+        results.replayMemoryPerRunKB = memory.replayMemoryPerRunKB;
+        details.replayMemory = memory.detail;
+        await stopAll();
+      });
+    }
+    if (wants("redis-replay") && redis) {
+      await scenario("replay with Redis", async () => {
+        const file = await startGatewaySystem(ctx, "gateway (file store)", { stateDir: await ctx.scratch("redis-replay-file-state"), reconnectGraceSeconds: 30 });
+        running.push(file);
+        const a = await startGatewaySystem(ctx, "gateway (Redis, replica A)", { stateStore: redis.url, reconnectGraceSeconds: 30 });
+        running.push(a);
+        const b = await startGatewaySystem(ctx, "gateway (Redis, replica B)", { stateStore: redis.url, reconnectGraceSeconds: 30 });
+        running.push(b);
+        const run = await redisRun(ctx, { file, redis: a });
+        results.redisRunRatio = run.redisRunRatio;
+        details.redisRun = run.detail;
+        const rejoin = await redisReconnect(ctx, { a, b });
+        results.redisReconnectMs = rejoin.redisReconnectMs;
+        details.redisReconnect = rejoin.detail;
+        await stopAll();
       });
     }
     if (wants("state")) {

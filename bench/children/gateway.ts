@@ -14,6 +14,10 @@ export interface GatewayChildArgs {
   a2aHttp2?: boolean;
   /** OpenTelemetry spans exported to this OTLP/HTTP traces URL. */
   tracing?: { exporterUrl: string };
+  /** --reconnect-grace: a run whose client went away waits this long for a reconnect. */
+  reconnectGraceSeconds?: number;
+  /** --replay-events / --replay-mib / …: what is kept of each run's stream. */
+  replay?: { events?: number; mib?: number; retentionSeconds?: number; budgetMib?: number };
 }
 
 try {
@@ -30,6 +34,8 @@ try {
     ...(args.stateStore !== undefined && { stateStore: args.stateStore }),
     ...(args.a2aHttp2 && { a2aHttp2: true }),
     ...(args.tracing !== undefined && { tracing: args.tracing }),
+    ...(args.reconnectGraceSeconds !== undefined && { reconnectGraceSeconds: args.reconnectGraceSeconds }),
+    ...(args.replay !== undefined && { replay: args.replay }),
   });
   serveParent({ url: gateway.url, port: gateway.port }, {
     connections: () => new Promise((resolve, reject) => gateway.server.getConnections((e, n) => (e ? reject(e) : resolve(n)))),

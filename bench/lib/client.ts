@@ -1,5 +1,6 @@
 // The measuring client: undici `request`, counting SSE records as they arrive (a record ends with a
-// blank line, so counting "\n\n" is exact for LF framing and cheap enough not to be the bottleneck).
+// blank line, so counting "\n\n" is exact for LF framing, with or without an `id:` line before `data:`,
+// and cheap enough not to be the bottleneck).
 import { randomUUID } from "node:crypto";
 import { Agent, request } from "undici";
 import { wallClockMs } from "./upstream.js";

@@ -29,6 +29,8 @@ export async function startGatewaySystem(
     module?: string;
     /** Export OpenTelemetry spans to this OTLP/HTTP traces URL. */
     tracing?: { exporterUrl: string };
+    reconnectGraceSeconds?: number;
+    replay?: GatewayChildArgs["replay"];
   } = {},
 ): Promise<System> {
   const args: GatewayChildArgs = {
@@ -40,6 +42,8 @@ export async function startGatewaySystem(
     ...(options.stateDir !== undefined && { stateDir: options.stateDir }),
     ...(options.stateStore !== undefined && { stateStore: options.stateStore }),
     ...(options.tracing !== undefined && { tracing: options.tracing }),
+    ...(options.reconnectGraceSeconds !== undefined && { reconnectGraceSeconds: options.reconnectGraceSeconds }),
+    ...(options.replay !== undefined && { replay: options.replay }),
   };
   const child = await spawnChild<{ url: string; port: number }>(name, "gateway.ts", { args, execArgv: [...CLI_NODE_FLAGS, ...(options.execArgv ?? [])] });
   return gatewayLike(ctx, name, child.ready.url, child, () => child.stop());

@@ -10,6 +10,8 @@ export type UpstreamMode =
   | { mode: "burst"; frames: number }
   | { mode: "paced"; frames: number; intervalMs?: number }
   | { mode: "park" }
+  /** The first `frames` frames of the burst turn, then nothing until the client goes: a run mid-stream. */
+  | { mode: "hold"; frames: number }
   | { mode: "trivial" }
   | { mode: "flood"; bytes: number };
 
@@ -131,6 +133,7 @@ export async function startBenchUpstream(options: { port?: number; http2?: boole
     else if (mode.mode === "paced") await paced(res, ex.contextId, mode.frames, mode.intervalMs ?? 1);
     else if (mode.mode === "trivial") await writeAll(res, renderTurn({ frames: 6, contextId: ex.contextId }).body);
     else if (mode.mode === "park") await park(res, ex.contextId);
+    else if (mode.mode === "hold") await hold(res, ex.contextId, mode.frames);
     else await floodBody(res, ex.contextId, mode.bytes);
     counters.served++;
     if (!res.writableEnded && !res.destroyed) res.end();
@@ -141,6 +144,13 @@ export async function startBenchUpstream(options: { port?: number; http2?: boole
     res.write(head);
     counters.parked++;
     await new Promise<void>((resolve) => res.once("close", () => resolve()));
+    counters.parked--;
+  }
+
+  async function hold(res: ServerResponse, contextId: string, frames: number): Promise<void> {
+    await writeAll(res, renderTurn({ frames, contextId, end: false }).body);
+    counters.parked++;
+    if (!res.destroyed) await new Promise<void>((resolve) => res.once("close", () => resolve()));
     counters.parked--;
   }
 
