@@ -93,7 +93,7 @@ describe("preflights", () => {
       expect(reply.json).toEqual({ error: { code: "METHOD_NOT_ALLOWED", message: expect.any(String) } });
       expect(varyOf(reply)).toContain("origin");
     }
-    const unknownPath = await preflight(stack.gateway.url, "/connect", "https://evil.example.com");
+    const unknownPath = await preflight(stack.gateway.url, "/no-such-route", "https://evil.example.com");
     expect(corsHeadersOf(unknownPath)).toEqual([]);
     expect(unknownPath.json?.error.code).toBe("NOT_FOUND");
   });

@@ -27,8 +27,11 @@ export class RunFeed {
   private owner: Reader | undefined;
   private graceTimer: NodeJS.Timeout | undefined;
   private encoding: { unsubscribe(): void } | undefined;
-  /** What the run reads upstream by: its owner's socket; nothing holds it back while it has no owner. */
-  readonly gate: FlowGate = { ready: () => this.owner?.response.gate.ready() };
+  /**
+   * What the run reads upstream by: its owner's socket; while it has none, only a turn of the event loop per upstream
+   * chunk, so a run nobody reads cannot starve the requests (a reconnect among them) of the same process.
+   */
+  readonly gate: FlowGate = { ready: () => (this.owner ? this.owner.response.gate.ready() : new Promise<void>((resolve) => setImmediate(resolve))) };
 
   /** A client took the run over on another replica (through the shared store). */
   private ownedElsewhere = false;

@@ -13,11 +13,11 @@ import { runErrorEvent } from "../../operators/lib/run-error-event.js";
 import { SpanLedger } from "../../operators/lib/span-ledger.js";
 import { localize, messageText, type Language } from "../i18n/index.js";
 
+// No Connection header: Node answers keep-alive by itself, and `close` when the client asked for it.
 export const SSE_HEADERS = {
   "Content-Type": "text/event-stream",
   "Cache-Control": "no-cache",
   "X-Accel-Buffering": "no",
-  Connection: "keep-alive",
 } as const;
 
 // One shared buffer: an idle stream's heartbeat costs no string encoding.

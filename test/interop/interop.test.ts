@@ -1,6 +1,7 @@
 // The gateway in front of the REAL `iac-code a2a` kernel (pinned PyPI release, see setup.ts), whose LLM is
 // the scripted fake on 127.0.0.1. Driven with the real @ag-ui/client HttpAgent; every event is checked
 // against @ag-ui/core's EventSchema and every run with verifyAguiStream (runAgent below, expectValidRun for raw streams).
+import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -11,6 +12,7 @@ import {
   ofType,
   openSse,
   postRaw,
+  readSse,
   runInput,
   sessionEventOf,
   silentLogger,
@@ -18,6 +20,8 @@ import {
   waitFor,
   type WireEvent,
 } from "../helpers/e2e.js";
+import { clientVerifierProblems } from "../helpers/checks.js";
+import { withoutToolsAndReasoning } from "../helpers/conversation.js";
 import { answerAtOnce } from "../helpers/immediate.js";
 import { MARKER, SCRIPTED, contentText, interopScript, isAgentCall, lastUserText, startFakeLlm, toolResults, type FakeLlm } from "./fake-llm.js";
 import { INTEROP_REQUIRED, startKernel, type Kernel } from "./setup.js";
@@ -125,6 +129,35 @@ if (!prereqs?.ok) {
       expect(assistantTexts).toContain(SCRIPTED.greeting.join(""));
     });
 
+    /** POST /connect for the thread of `request`, its events checked. */
+    async function connect(request: ReturnType<typeof input>): Promise<WireEvent[]> {
+      const reply = await fetch(new URL("connect", gateway.url), {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ ...request, runId: randomUUID() }),
+      });
+      expect(reply.status).toBe(200);
+      const { events } = readSse(await reply.text());
+      expectValidRun(events);
+      expect(await clientVerifierProblems(events)).toEqual([]);
+      return events;
+    }
+
+    it("connect after a conversation: the assistant's messages an HttpAgent that watched holds (ids and text)", async () => {
+      const first = input(`${MARKER.reasoning}: remember the first turn`);
+      const one = await runWithHttpAgent(gateway.url, first);
+      const second = input(`${MARKER.followUp}: and now?`, { threadId: first.threadId });
+      second.messages = [...structuredClone(one.agent.messages), ...second.messages];
+      await runWithHttpAgent(gateway.url, second, { agent: one.agent });
+      const events = await connect(first);
+      expect(typesOf(events)).toEqual(["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]);
+      const messages = events[1]!["messages"] as { role: string }[];
+      // iac-code keeps the agent's messages in a task's history, not the user's (its GetTask says the same): what
+      // connect can bring from this kernel is the assistant's side, under the live runs' ids.
+      expect(messages.map((m) => m.role)).toEqual(["assistant", "assistant"]);
+      expect(messages).toEqual(withoutToolsAndReasoning(one.agent.messages).filter((m) => m.role === "assistant"));
+    });
+
     /** Runs the permission conversation up to its interrupt; returns the agent (holding the interrupt) and the interrupt. */
     async function parkAtPermission(prompt: string) {
       const request = input(prompt);
@@ -188,6 +221,17 @@ if (!prereqs?.ok) {
       expect(existsSync(path.join(kernel.workspace, "a.txt")), "the allowed bash command ran in the workspace").toBe(true);
       const call = llm.requests.findLast((r) => isAgentCall(r) && toolResults(r).some((m) => m.tool_call_id === SCRIPTED.toolCallId));
       expect(contentText(toolResults(call!)[0]!.content)).not.toMatch(/denied/i);
+    });
+
+    it("connect while a permission waits: its interrupt in RUN_FINISHED, and the answer to it runs the tool", async () => {
+      await import("node:fs/promises").then((fs) => fs.rm(path.join(kernel.workspace, "a.txt"), { force: true }));
+      const parked = await parkAtPermission(`${MARKER.permission}: write a.txt (connect)`);
+      const events = await connect(parked.request);
+      const outcome = outcomeOf(events);
+      expect(outcome.type).toBe("interrupt");
+      expect(outcome.interrupts!.map((i) => i["id"])).toEqual([parked.interruptId]);
+      const done = await resume(parked, "allow_once");
+      expect(outcomeOf(done.events)).toEqual({ type: "success" });
     });
 
     it("a tool call needing permission: resume deny → the tool does not run, the model answers without it, success", async () => {
