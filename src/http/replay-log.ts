@@ -85,7 +85,6 @@ export class ReplayLog {
       process.nextTick(this.seal);
     }
     for (const listener of this.listeners) listener.record(text);
-    this.mirror?.append(this.lastSeq, text, this.firstSeq);
   }
 
   heartbeat(): void {
@@ -148,7 +147,8 @@ export class ReplayLog {
     }
     const text = pending.join("");
     const bytes = Buffer.byteLength(text);
-    this.chunks.push({ firstSeq: this.lastSeq - pending.length + 1, text, starts, bytes });
+    const firstSeq = this.lastSeq - pending.length + 1;
+    this.chunks.push({ firstSeq, text, starts, bytes });
     this.bytes += bytes;
     while (this.chunks.length > 1 && (this.count > this.bounds.maxEvents || this.bytes > this.bounds.maxBytes)) {
       const oldest = this.chunks.shift()!;
@@ -156,6 +156,7 @@ export class ReplayLog {
       this.firstSeq += oldest.starts.length;
       this.bytes -= oldest.bytes;
     }
+    this.mirror?.append(firstSeq, text, pending.length, this.firstSeq);
   }
 }
 

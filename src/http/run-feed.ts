@@ -227,7 +227,7 @@ export class RunFeeds {
     }
     if (!read || read.ended === "abandoned" || afterSeq < read.firstSeq - 1) return read ? { refused: "expired" } : undefined;
     if (afterSeq > read.lastSeq) return { refused: "future" };
-    const { records, ended } = read;
+    const { records, ended, lastEntryId } = read;
     // The tail goes on from what this reader was given, whatever the copy holds by then.
     const given = records.at(-1)?.[0] ?? afterSeq;
     const maxBacklog = this.bounds.maxBytes;
@@ -241,6 +241,7 @@ export class RunFeeds {
           idKey,
           digest,
           given,
+          lastEntryId,
           {
             record: (text) => {
               response.write(text);

@@ -1,7 +1,8 @@
 // Runs' SSE records in Redis, so a client whose reconnect lands on another replica gets the rest of its run too.
-// One stream per run (`<prefix>replay:<thread stem>:<run key digest>`), entry id `<seq>-0` holding the record,
-// and an end marker `<lastSeq>-1` once the run ended; trimmed to what the run's own log keeps, expiring a while
-// after the end. Transport only: never conversation storage, never read by anything but a reconnect.
+// One stream per run (`<prefix>replay:<thread stem>:<digest of run key and request>`); an entry per tick of the run,
+// id `<first seq>-0`, holding that tick's records as one text (`r`) and their count (`n`), and an end marker (`end`)
+// once the run ended; trimmed to what the run's own log keeps, expiring a while after the end. Transport only: never
+// conversation storage, never read by anything but a reconnect.
 import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
@@ -18,11 +19,14 @@ export interface SharedReplayRead {
   lastSeq: number;
   /** Set once the run ended: whether its terminal event is in. */
   ended: "complete" | "abandoned" | undefined;
+  /** The newest entry this read saw: a tail goes on after it. */
+  lastEntryId: string;
 }
 
 /** The writing side of one run's shared copy. */
 export interface SharedReplayWriter {
-  append(seq: number, text: string, firstSeq: number): void;
+  /** A tick's records (`count` of them, the first with seq `firstSeq`); `keptFrom`: the oldest seq the run still keeps. */
+  append(firstSeq: number, text: string, count: number, keptFrom: number): void;
   heartbeat(): void;
   end(complete: boolean, lastSeq: number, retentionMs: number): void;
   /** A client of this replica owns the run (again): one that took it over elsewhere no longer does. */
@@ -66,6 +70,8 @@ export class RedisReplay {
     const owner = `${key}:owner`;
     let batch: (string | number)[][] = [];
     let broken = false;
+    let trimmedTo = 1;
+    let appended = 0;
     let scheduled = false;
     const flush = () => {
       scheduled = false;
@@ -98,14 +104,17 @@ export class RedisReplay {
       }
     };
     return {
-      append: (seq, text, firstSeq) => {
-        queue(["xadd", key, `${seq}-0`, "r", text]);
-        if (firstSeq > 1 && seq % 64 === 0) queue(["xtrim", key, "MINID", `${firstSeq}-0`]);
-        if (seq === 1 || seq % 256 === 0) queue(["pexpire", key, LIVE_TTL_MS]);
+      append: (firstSeq, text, count, keptFrom) => {
+        queue(["xadd", key, `${firstSeq}-0`, "r", text, "n", count]);
+        if (keptFrom > trimmedTo) {
+          trimmedTo = keptFrom;
+          queue(["xtrim", key, "MINID", `${keptFrom}-0`]);
+        }
+        if (++appended % 64 === 1) queue(["pexpire", key, LIVE_TTL_MS]);
       },
       heartbeat: () => queue(["pexpire", key, LIVE_TTL_MS]),
       end: (complete, lastSeq, retentionMs) => {
-        queue(["xadd", key, `${lastSeq}-1`, "end", complete ? "complete" : "abandoned"]);
+        queue(["xadd", key, `${lastSeq + 1}-0`, "end", complete ? "complete" : "abandoned"]);
         queue(["pexpire", key, Math.max(1, retentionMs)]);
       },
       ownedHere: () => queue(["del", owner]),
@@ -116,21 +125,26 @@ export class RedisReplay {
   async read(threadId: string, idKey: string, digest: string, afterSeq: number): Promise<SharedReplayRead | undefined> {
     type Entries = [string, string[]][];
     const key = this.key(threadId, idKey, digest);
-    const [[, first], [, entries], [, newest]] = (await this.client
+    const next = `${afterSeq + 1}-0`;
+    const [[, first], [, containing], [, later], [, newest]] = (await this.client
       .multi()
       .xrange(key, "-", "+", "COUNT", 1)
-      .xrange(key, `${afterSeq + 1}-0`, "+")
+      // The tick that holds the record after the cursor began at or before it; the ticks after begin after it.
+      .xrevrange(key, next, "-", "COUNT", 1)
+      .xrange(key, `(${next}`, "+")
       .xrevrange(key, "+", "-", "COUNT", 2)
-      .exec()) as [[unknown, Entries], [unknown, Entries], [unknown, Entries]];
+      .exec()) as [[unknown, Entries], [unknown, Entries], [unknown, Entries], [unknown, Entries]];
     if (first.length === 0) return undefined;
-    const read: SharedReplayRead = { records: [], firstSeq: seqOf(first[0]![0]), lastSeq: 0, ended: undefined };
-    for (const [id, fields] of entries) {
-      if (fields[0] === "end") read.ended = fields[1] === "complete" ? "complete" : "abandoned";
-      else read.records.push([seqOf(id), fields[1] ?? ""]);
+    const read: SharedReplayRead = { records: [], firstSeq: seqOf(first[0]![0]), lastSeq: 0, ended: undefined, lastEntryId: newest[0]![0] };
+    for (const [id, fields] of [...containing, ...later]) {
+      const entry = entryOf(id, fields);
+      if (entry.kind === "end") read.ended = entry.complete ? "complete" : "abandoned";
+      else for (const record of entry.records) if (record[0] > afterSeq) read.records.push(record);
+      read.lastEntryId = id;
     }
-    const last = newest.find(([, fields]) => fields[0] === "r");
-    read.lastSeq = last ? seqOf(last[0]) : 0;
-    if (first[0]![1][0] === "end") read.firstSeq = read.lastSeq + 1;
+    const tick = newest.map(([id, fields]) => entryOf(id, fields)).find((entry) => entry.kind === "records");
+    read.lastSeq = tick?.kind === "records" ? tick.firstSeq + tick.records.length - 1 : 0;
+    if (entryOf(first[0]![0], first[0]![1]).kind === "end") read.firstSeq = read.lastSeq + 1;
     return read;
   }
 
@@ -143,7 +157,9 @@ export class RedisReplay {
     threadId: string,
     idKey: string,
     digest: string,
+    /** The last seq the reader has, and the entry its read ended at. */
     afterSeq: number,
+    afterEntryId: string,
     listener: { record(text: string): void; end(complete: boolean): void },
     /** The reader took the run over (a reconnect): the replica that runs it lets its own client go. */
     owns = false,
@@ -160,7 +176,7 @@ export class RedisReplay {
       void closeRedisConnection(reader);
     };
     const loop = async () => {
-      let last = `${afterSeq}-0`;
+      let last = afterEntryId;
       while (!stopped) {
         await this.client.set(presence, "1", "PX", PRESENCE_TTL_MS).catch(() => undefined);
         if (owns) await this.client.set(owner, "1", "PX", PRESENCE_TTL_MS).catch(() => undefined);
@@ -176,8 +192,9 @@ export class RedisReplay {
           continue;
         }
         for (const [id, fields] of answer[0]![1]) {
-          if (fields[0] === "end") return finish(fields[1] === "complete");
-          listener.record(fields[1] ?? "");
+          const entry = entryOf(id, fields);
+          if (entry.kind === "end") return finish(entry.complete);
+          for (const [seq, record] of entry.records) if (seq > afterSeq) listener.record(record);
           last = id;
         }
       }
@@ -200,4 +217,14 @@ export class RedisReplay {
 
 function seqOf(id: string): number {
   return Number(id.slice(0, id.indexOf("-")));
+}
+
+type Entry = { kind: "end"; complete: boolean } | { kind: "records"; firstSeq: number; records: [number, string][] };
+
+/** A stream entry: a tick's records (each ends with its blank line, and holds none before that), or the end marker. */
+function entryOf(id: string, fields: string[]): Entry {
+  if (fields[0] === "end") return { kind: "end", complete: fields[1] === "complete" };
+  const firstSeq = seqOf(id);
+  const records = (fields[1] ?? "").split(/(?<=\n\n)/).filter((text) => text !== "");
+  return { kind: "records", firstSeq, records: records.map((text, i): [number, string] => [firstSeq + i, text]) };
 }
