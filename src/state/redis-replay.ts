@@ -177,6 +177,7 @@ export class RedisReplay {
     };
     const loop = async () => {
       let last = afterEntryId;
+      let next = afterSeq + 1;
       while (!stopped) {
         await this.client.set(presence, "1", "PX", PRESENCE_TTL_MS).catch(() => undefined);
         if (owns) await this.client.set(owner, "1", "PX", PRESENCE_TTL_MS).catch(() => undefined);
@@ -194,7 +195,14 @@ export class RedisReplay {
         for (const [id, fields] of answer[0]![1]) {
           const entry = entryOf(id, fields);
           if (entry.kind === "end") return finish(entry.complete);
-          for (const [seq, record] of entry.records) if (seq > afterSeq) listener.record(record);
+          for (const [seq, record] of entry.records) {
+            if (seq < next) continue;
+            // Trimmed away before this reader got to them (it fell behind what the run keeps): no stream with a gap,
+            // the client comes back with its cursor and is told the events are no longer kept.
+            if (seq > next) return finish(false);
+            listener.record(record);
+            next += 1;
+          }
           last = id;
         }
       }
