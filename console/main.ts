@@ -86,6 +86,7 @@ function createThread(id: string, binding?: ThreadBinding): Thread {
   }
   const agent = new HttpAgent({ url: gatewayUrl, threadId: id });
   agent.fetch = resilientFetch({
+    resumable: (url) => url !== connectUrl,
     onReconnect: (attempt) => {
       reconnecting = attempt;
       render();

@@ -16,6 +16,8 @@ export interface ResilientFetchOptions {
    */
   onGiveUp?: (error: Error) => void;
   fetch?: (url: string, init: RequestInit) => Promise<Response>;
+  /** Which URLs answer a Last-Event-ID (POST / does; POST /connect does not: a lost connect connects again). */
+  resumable?: (url: string) => boolean;
 }
 
 export const DEFAULT_BACKOFF_MS: readonly number[] = [250, 500, 1_000, 2_000];
@@ -29,7 +31,7 @@ export function resilientFetch(options: ResilientFetchOptions = {}): Fetch {
   return async (url, init) => {
     const first = await doFetch(url, init);
     const type = first.headers.get("content-type") ?? "";
-    if (!first.ok || !first.body || !type.startsWith("text/event-stream")) return first;
+    if (!first.ok || !first.body || !type.startsWith("text/event-stream") || options.resumable?.(url) === false) return first;
     const signal = init.signal ?? undefined;
     const body = new RecordReader(runIdOf(init.body));
     let reader: ReadableStreamDefaultReader<string> | undefined;
