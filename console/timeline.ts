@@ -69,6 +69,8 @@ export interface RunView {
   prompt?: string;
   /** For a resume: what the user chose, as they saw it (button labels, typed text). */
   answer?: string;
+  /** A connect (POST /connect): the thread as the gateway has it, then the live run's events when one is running. */
+  connect?: boolean;
   status: RunStatus;
   items: TimelineItem[];
   pipeline?: PipelineTree;

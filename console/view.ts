@@ -1,7 +1,7 @@
 // Renders runs into the two columns: the conversation (prompts, replies, interrupts, errors) and the
 // timeline (everything the stream said, in order). Re-rendered whole on each animation frame; the
 // open/closed state of collapsibles lives in the model so a re-render keeps it.
-import type { ResumeEntry } from "@ag-ui/client";
+import type { Message, ResumeEntry } from "@ag-ui/client";
 import { h } from "./dom.js";
 import { interruptForm, type InterruptChoice } from "./interrupts.js";
 import {
@@ -50,6 +50,33 @@ export function renderConversation(runs: readonly RunView[], actions: Conversati
     }
   }
   return nodes;
+}
+
+/**
+ * The conversation as a connect found it (MESSAGES_SNAPSHOT): the user's messages and the assistant's text, in
+ * order. Tool calls and reasoning are not in a thread's history, so they are not shown here.
+ */
+export function renderHistory(messages: readonly Message[]): Node[] {
+  const nodes: Node[] = [];
+  for (const message of messages) {
+    const text = messageText(message).trim();
+    if (text === "") continue;
+    if (message.role === "user") nodes.push(h("div", { class: "bubble user history", "data-message-id": message.id }, text));
+    else if (message.role === "assistant") {
+      nodes.push(h("div", { class: "bubble assistant history", "data-message-id": message.id }, h("div", { class: "reply-text" }, text)));
+    }
+  }
+  return nodes;
+}
+
+function messageText(message: Message): string {
+  const content = (message as { content?: unknown }).content;
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content
+    .map((part: unknown) => (typeof part === "object" && part !== null && (part as { type?: unknown }).type === "text" ? String((part as { text?: unknown }).text ?? "") : ""))
+    .filter((t) => t !== "")
+    .join("\n");
 }
 
 /**
@@ -149,7 +176,7 @@ export function renderTimeline(runs: readonly RunView[], pending: ReadonlySet<st
       h(
         "header",
         {},
-        h("span", { class: "run-kind" }, run.prompt !== undefined ? "prompt" : "resume"),
+        h("span", { class: "run-kind" }, run.connect ? "connect" : run.prompt !== undefined ? "prompt" : "resume"),
         h("code", { class: "run-id", title: "runId" }, run.runId.slice(0, 8)),
         run.executionId !== undefined && h("code", { class: "exec-id", title: `executionId ${run.executionId}` }, `exec ${run.executionId.slice(0, 8)}`),
         h("span", { class: `status ${run.status}${answered ? " answered" : ""}` }, answered ? "answered" : STATUS_TEXT[run.status]),

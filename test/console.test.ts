@@ -554,19 +554,21 @@ describe("the console in Chromium", () => {
     await page.screenshot({ path: join(ARTIFACTS, "console.png") });
   });
 
-  it("a thread typed in again after a reload shows its pending approval, and the answer finishes it", async () => {
+  it("a thread typed in again shows its pending approval at once, and the answer finishes it", async () => {
     await page.click("#new-thread");
     await send("deploy the stack");
     await page.locator("#conversation .interrupt.permission").waitFor();
     const threadId = await page.inputValue("#thread");
-    // A reload forgets the page's thread; typing its id in again continues it, approval pending.
-    await page.reload();
+    // A page opened without the thread in its URL: typing the id connects to it, and its approval shows at once.
+    await page.goto(`${base}/console`);
     await expect.poll(() => page.inputValue("#cwd")).toBe(workspace);
+    expect(await page.inputValue("#thread")).not.toBe(threadId);
     await page.fill("#thread", threadId);
     await page.press("#thread", "Tab");
-    await send("are you still there?");
     const card = page.locator("#conversation .interrupt.permission");
     await card.waitFor();
+    expect(new URL(page.url()).searchParams.get("thread")).toBe(threadId);
+    expect(await lastRun().locator(".run-kind").textContent()).toBe("connect");
     await card.locator("button.choice", { hasText: "Allow once" }).click();
     await expect.poll(() => lastRun().getAttribute("data-status")).toBe("success");
     expect(await page.locator("#conversation .bubble.assistant").last().textContent()).toMatch(/is deployed in cn-hangzhou/);
