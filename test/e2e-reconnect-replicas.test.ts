@@ -7,7 +7,7 @@ import { startCuttingProxy, type CuttingProxy } from "./helpers/cutting-proxy.js
 import { cancelCount } from "./helpers/durable.js";
 import { randomUUID } from "node:crypto";
 import { expectValidRun, readSse, sessionEventOf, typesOf } from "./helpers/e2e.js";
-import { readWithReconnects } from "./helpers/reconnect.js";
+import { readWithReconnects, wholeRun } from "./helpers/reconnect.js";
 import { postRun, startReplicas, type Replicas } from "./helpers/replicas.js";
 
 let replicas: Replicas;
@@ -26,16 +26,6 @@ afterAll(async () => {
   await proxy?.close();
   await replicas?.close();
 });
-
-async function replayFrom(url: string, body: { runId: string }): Promise<string> {
-  const reply = await fetch(new URL("/", url), {
-    method: "POST",
-    headers: { "Content-Type": "application/json", "Last-Event-ID": `${body.runId}:0` },
-    body: JSON.stringify(body),
-  });
-  expect(reply.status).toBe(200);
-  return (await reply.text()).split(": heartbeat\n\n").join("");
-}
 
 describe("reconnects that land on the other replica (Redis)", () => {
   it("deliver exactly the run's events, ids and bytes, over 30 cuts", async () => {
@@ -57,8 +47,8 @@ describe("reconnects that land on the other replica (Redis)", () => {
       expect(await clientVerifierProblems(events)).toEqual([]);
       const text = delivered.records.map((r) => r.text).join("");
       // Both replicas answer the whole run the same, byte for byte: the one that ran it, and the other from Redis.
-      expect(await replayFrom(replicas.a.url, body)).toBe(text);
-      expect(await replayFrom(replicas.b.url, body)).toBe(text);
+      expect(await wholeRun(replicas.a.url, body)).toBe(text);
+      expect(await wholeRun(replicas.b.url, body)).toBe(text);
     }
     expect(proxy.cuts).toBeGreaterThanOrEqual(30);
   });

@@ -81,6 +81,12 @@ export class RunFeed {
     else response.res.on("close", () => this.disowned(reader));
   }
 
+  /** A client that lost its stream comes back: it owns the run while it is live, or reads the rest of an ended one. */
+  rejoin(response: RecordTarget, afterSeq: number): void {
+    if (this.log.ended) this.follow(response, afterSeq);
+    else this.own(response, afterSeq);
+  }
+
   /** `response` reads along from the record after `afterSeq`, without pacing the run; one that falls behind the log's bytes is cut. */
   follow(response: RecordTarget, afterSeq: number): void {
     read(this.log, response, afterSeq, this.log.bounds.maxBytes);

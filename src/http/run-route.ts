@@ -2,8 +2,6 @@
 // admitted run (written into its replay log, which its connection reads), a reconnect's rest of a run
 // (Last-Event-ID), and observations, with their metrics and self-check.
 import type { Context } from "koa";
-import type { Observable } from "rxjs";
-import type { AguiOutput } from "../../operators/index.js";
 import { normalizeLanguage, type Language } from "../i18n/index.js";
 import { withCallerUserId, type Caller } from "../runs/caller.js";
 import { checkCwd } from "../runs/cwd.js";
@@ -111,15 +109,13 @@ export async function rejoinRun(options: AppOptions, ctx: Context, body: Record<
     return followShared(options, ctx, shared, span);
   }
   const feed = replayable(local, cursor.seq);
-  const response = countedResponse(options, ctx, false, span);
-  if (feed.log.ended) feed.follow(response, cursor.seq);
-  else feed.own(response, cursor.seq);
+  feed.rejoin(countedResponse(options, ctx, false, span), cursor.seq);
 }
 
 /** A run another replica streams (or streamed), read from the shared store. */
 function followShared(options: AppOptions, ctx: Context, shared: SharedRejoin | undefined, span: TraceSpan): void {
   if (!shared) throw httpErrors.replayExpired();
-  if ("refused" in shared) throw shared.refused === "future" ? httpErrors.badCursor("future") : httpErrors.replayExpired();
+  if ("refused" in shared) throw refusalOf(shared.refused);
   shared.follow(countedResponse(options, ctx, false, span));
 }
 
@@ -139,9 +135,7 @@ export async function observeRun(options: AppOptions, ctx: Context, observation:
   if (cursor && cursor.runId !== runKey && cursor.runId !== observation.runId) {
     if (!cursor.runId.startsWith(`${runKey}#`)) throw httpErrors.badCursor("otherRun");
     const feed = replayable(options.feeds.getObservation(threadId, cursor.runId), cursor.seq);
-    const response = countedResponse(options, ctx, false, span);
-    if (feed.log.ended) feed.follow(response, cursor.seq);
-    else feed.own(response, cursor.seq);
+    feed.rejoin(countedResponse(options, ctx, false, span), cursor.seq);
     return;
   }
   const found = options.feeds.get(threadId, runKey);
@@ -180,8 +174,13 @@ export async function observeRun(options: AppOptions, ctx: Context, observation:
 function replayable(feed: RunFeed | undefined, seq: number): RunFeed {
   const replay = feed?.log.after(seq);
   if (!feed || !replay) throw httpErrors.replayExpired();
-  if ("refused" in replay) throw replay.refused === "future" ? httpErrors.badCursor("future") : httpErrors.replayExpired();
+  if ("refused" in replay) throw refusalOf(replay.refused);
   return feed;
+}
+
+/** Why a cursor cannot be answered from: ahead of the run (400), or behind what is kept (409). */
+function refusalOf(refused: "future" | "expired") {
+  return refused === "future" ? httpErrors.badCursor("future") : httpErrors.replayExpired();
 }
 
 /**

@@ -62,3 +62,14 @@ export async function readWithReconnects(url: string, body: unknown, options: Re
   }
   return { records, requests: maxRequests, stopped: "gave up" };
 }
+
+/** The whole of a run as kept for a reconnect (`Last-Event-ID: <runId>:0`), heartbeats left out. */
+export async function wholeRun(url: string, body: { runId: string }): Promise<string> {
+  const reply = await fetch(new URL("/", url), {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "Last-Event-ID": `${body.runId}:0` },
+    body: JSON.stringify(body),
+  });
+  if (reply.status !== 200) throw new Error(`the whole run was refused: ${reply.status} ${await reply.text()}`);
+  return (await reply.text()).split(": heartbeat\n\n").join("");
+}
