@@ -2,7 +2,8 @@
 // cuts the stream, a gateway restart) by asking for the rest with Last-Event-ID, and its connect() brings a page
 // with nothing the thread from POST /connect. The subscriber sees one run: no event twice, none missing.
 // Browser and Node 20 (fetch); nothing Node-only is imported.
-import { HttpAgent, enforceOutgoingInput, type BaseEvent, type HttpAgentConfig, type RunAgentInput } from "@ag-ui/client";
+import * as agui from "@ag-ui/client";
+import { HttpAgent, type BaseEvent, type HttpAgentConfig, type RunAgentInput } from "@ag-ui/client";
 import { createParser } from "eventsource-parser";
 import { Observable, type Subscriber } from "rxjs";
 import { OpenSpans } from "./open-spans.js";
@@ -41,6 +42,10 @@ interface SessionIds {
 
 const TERMINAL = new Set(["RUN_FINISHED", "RUN_ERROR"]);
 
+// @ag-ui/client 1.x checks what it sends; 0.0.x (the copy CopilotKit's runtime pins) has no such step.
+const enforceOutgoing: (input: RunAgentInput) => RunAgentInput =
+  (agui as { enforceOutgoingInput?: (input: RunAgentInput) => RunAgentInput }).enforceOutgoingInput ?? ((input) => input);
+
 export class GatewayAgent extends HttpAgent {
   readonly maxReconnects: number;
   readonly backoffMs: number;
@@ -63,6 +68,15 @@ export class GatewayAgent extends HttpAgent {
 
   override connect(input: RunAgentInput): Observable<BaseEvent> {
     return this.stream(input, "connect");
+  }
+
+  /**
+   * @ag-ui/client 0.0.x (the copy CopilotKit's runtime pins) understands AG-UI 1.0 outcomes but does not declare the
+   * version, so the gateway would answer it with pre-1.0 terminal events; 1.x declares what its ceiling allows.
+   */
+  protected override requestInit(input: RunAgentInput): RequestInit {
+    const undeclared = (input as { protocolVersion?: string }).protocolVersion === undefined && !("maxProtocolVersion" in this);
+    return super.requestInit(undeclared ? ({ ...input, protocolVersion: "1.0" } as RunAgentInput) : input);
   }
 
   override connectAgent(...args: Parameters<HttpAgent["connectAgent"]>): ReturnType<HttpAgent["connectAgent"]> {
@@ -110,7 +124,7 @@ export class GatewayAgent extends HttpAgent {
         sessionSeen: (session) => void (this.session = session),
         retry: { maxReconnects: this.maxReconnects, backoffMs: this.backoffMs, maxBackoffMs: this.maxBackoffMs },
       };
-      const reader = new ResumableRead(transport, enforceOutgoingInput(input), kind, subscriber);
+      const reader = new ResumableRead(transport, enforceOutgoing(input), kind, subscriber);
       void reader.read().then(
         () => subscriber.complete(),
         (error: unknown) => subscriber.error(error),

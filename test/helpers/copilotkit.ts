@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { HttpAgent, type AbstractAgent, type BaseEvent } from "@ag-ui/client";
 import { EventSchema } from "@ag-ui/core/schemas";
 import { CopilotKitCore } from "@copilotkit/core";
-import { CopilotRuntime, InMemoryAgentRunner } from "@copilotkit/runtime/v2";
+import { CopilotRuntime, InMemoryAgentRunner, type AgentRunner } from "@copilotkit/runtime/v2";
 import { createCopilotNodeListener } from "@copilotkit/runtime/v2/node";
 import { expect } from "vitest";
 import type { JsonObject } from "../../operators/types.js";
@@ -43,10 +43,23 @@ export function iacAgents(iacCode: JsonObject): AgentTable {
   return { iac: iacCode, "iac-pipeline": { ...iacCode, rosInvocationId: "invocation-pipeline", runMode: "pipeline" } };
 }
 
-export async function startCopilotRuntime(gatewayUrl: string, agents: AgentTable): Promise<CopilotRuntimeServer> {
+export interface RuntimeOptions {
+  /** The runtime's runner, given the fetch the runtime's process uses (default: CopilotKit's in-memory runner). */
+  runner?: (fetch: (url: string, init: RequestInit) => Promise<Response>) => AgentRunner;
+  /** The agents' class (default: @ag-ui/client's HttpAgent). */
+  agentClass?: new (config: { url: string; headers?: Record<string, string> }) => HttpAgent;
+  /** Headers the agents send to the gateway (its static token). */
+  headers?: Record<string, string>;
+}
+
+export async function startCopilotRuntime(gatewayUrl: string, agents: AgentTable, options: RuntimeOptions = {}): Promise<CopilotRuntimeServer> {
   const exchanges: GatewayExchange[] = [];
+  // close() is the runtime's process ending: every request it has open to the gateway is dropped with it.
+  const processAlive = new AbortController();
+  const processFetch = (target: string, init: RequestInit): Promise<Response> =>
+    fetch(target, { ...init, signal: init.signal ? AbortSignal.any([init.signal, processAlive.signal]) : processAlive.signal });
   const recordingFetch = async (target: string, init: RequestInit): Promise<Response> => {
-    const response = await fetch(target, init);
+    const response = await processFetch(target, init);
     const exchange: GatewayExchange = { body: JSON.parse(String(init.body)) as JsonObject, status: response.status, text: Promise.resolve("") };
     exchanges.push(exchange);
     if (!response.body) return response;
@@ -56,14 +69,14 @@ export async function startCopilotRuntime(gatewayUrl: string, agents: AgentTable
   };
   const served: Record<string, AbstractAgent> = {};
   for (const [name, iacCode] of Object.entries(agents)) {
-    const agent = new HttpAgent({ url: gatewayUrl });
+    const agent = new (options.agentClass ?? HttpAgent)({ url: gatewayUrl, ...(options.headers && { headers: options.headers }) });
     agent.fetch = recordingFetch;
     // The page never holds iacCode: the server adds it to every run of this agent.
     agent.use((input, next) => next.run({ ...input, forwardedProps: { ...(input.forwardedProps as object), iacCode } }));
     served[name] = agent;
   }
   // The runtime bundles @ag-ui/client 0.0.59 types; the agents are @ag-ui/client 1.0 HttpAgents (the same shape).
-  const runtime = new CopilotRuntime({ agents: served as never, runner: new InMemoryAgentRunner() });
+  const runtime = new CopilotRuntime({ agents: served as never, runner: options.runner?.(processFetch) ?? new InMemoryAgentRunner() });
   const handler = createCopilotNodeListener({ runtime, basePath: "/api/copilotkit" });
   const server: Server = createServer((req, res) => void handler(req, res));
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -73,6 +86,7 @@ export async function startCopilotRuntime(gatewayUrl: string, agents: AgentTable
     exchanges,
     close: () =>
       new Promise<void>((resolve) => {
+        processAlive.abort();
         server.closeAllConnections();
         server.close(() => resolve());
       }),
