@@ -2,14 +2,17 @@
 // The real @copilotkit/react-core 1.74 `useInterrupt` hook rendered in jsdom, against @copilotkit/runtime 1.75
 // serving the gateway (issue 13: every approval failed with RUN_ID_CONFLICT, because the hook resumes under the
 // run id of the run that ended at the interrupt). Deploy → the hook renders the interrupt → a click approves
-// it → the turn finishes; then a pipeline selection the same way. Loopback only, telemetry off.
-import { createElement, useCallback, useState } from "react";
+// it → the turn finishes; then a pipeline selection the same way; then, with GatewayRunner, the permission shown
+// again by a page reloaded in front of a restarted runtime, and answered. Loopback only, telemetry off.
+import { createElement, useCallback, useEffect, useState } from "react";
 import { act } from "react";
 import { createRoot, type Root } from "react-dom/client";
 import { CopilotKitProvider, useAgent, useCopilotKit, useInterrupt } from "@copilotkit/react-core/v2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { JsonObject } from "../operators/types.js";
 import type { ScriptedA2AServer } from "../src/demo/index.js";
+import { GatewayAgent } from "../src/client/index.js";
+import { GatewayRunner } from "../src/copilotkit/index.js";
 import { expectValidTraffic, iacAgents, startCopilotRuntime, type CopilotRuntimeServer } from "./helpers/copilotkit.js";
 import { startStack, type Stack } from "./helpers/e2e.js";
 
@@ -44,10 +47,17 @@ afterAll(async () => {
 });
 
 /** A page with a send button and the interrupt UI the hook returns (renderInChat: false places it here). */
-function Chat(props: { agentId: string; prompt: string; answer: unknown }) {
+function Chat(props: { agentId: string; prompt: string; answer: unknown; threadId?: string }) {
   const { agent } = useAgent({ agentId: props.agentId });
   const { copilotkit } = useCopilotKit();
   const [status, setStatus] = useState("idle");
+  // A page opened on an existing thread connects to it once the runtime is there, as CopilotChat does on mount.
+  const connected = copilotkit.runtimeConnectionStatus === "connected";
+  useEffect(() => {
+    if (props.threadId === undefined || !connected) return;
+    agent.threadId = props.threadId;
+    void copilotkit.connectAgent({ agent });
+  }, [agent, copilotkit, connected, props.threadId]);
   const send = useCallback(async () => {
     setStatus("running");
     agent.addMessage({ id: crypto.randomUUID(), role: "user", content: props.prompt });
@@ -80,7 +90,7 @@ function Chat(props: { agentId: string; prompt: string; answer: unknown }) {
   );
 }
 
-async function mount(agentId: string, prompt: string, answer: unknown): Promise<{ root: Root; container: PageElement }> {
+async function mount(agentId: string, prompt: string, answer: unknown, where: { runtimeUrl?: string; threadId?: string } = {}): Promise<{ root: Root; container: PageElement }> {
   const container = page.document.createElement("div");
   page.document.body.append(container);
   const root = createRoot(container as never);
@@ -88,7 +98,11 @@ async function mount(agentId: string, prompt: string, answer: unknown): Promise<
     root.render(
       createElement(
         CopilotKitProvider,
-        { runtimeUrl: runtime.url, showDevConsole: false, children: createElement(Chat, { agentId, prompt, answer }) },
+        {
+          runtimeUrl: where.runtimeUrl ?? runtime.url,
+          showDevConsole: false,
+          children: createElement(Chat, { agentId, prompt, answer, ...(where.threadId !== undefined && { threadId: where.threadId }) }),
+        },
       ),
     );
   });
@@ -169,6 +183,50 @@ describe("useInterrupt (real hook, jsdom)", () => {
     const streams = await expectValidTraffic(runtime);
     expect(streams.at(-1)!.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
     await act(async () => root.unmount());
+  });
+});
+
+describe("useInterrupt with GatewayRunner, after a runtime restart", () => {
+  it("the reloaded page gets the pending permission from the gateway; Approve finishes the deployment", async () => {
+    const iacCode = (stack.input().forwardedProps as { iacCode: JsonObject }).iacCode;
+    // No auth on this gateway: the runner's connect carries the binding's proof, as the agents' runs do.
+    const startRuntime = () =>
+      startCopilotRuntime(stack.gateway.url, iacAgents(iacCode), {
+        agentClass: GatewayAgent,
+        runner: (fetch) => new GatewayRunner({ url: stack.gateway.url, fetch, forwardedProps: () => ({ iacCode: { rosInvocationId: iacCode["rosInvocationId"] } }) }),
+      });
+    const first = await startRuntime();
+    const before = await mount("iac", "deploy the stack", { decision: "allow_once" }, { runtimeUrl: first.url });
+    await connected(before.container);
+    await click(before.container.querySelector("#send")!);
+    const asked = (await until(before.container, "#question")).textContent;
+    expect(asked).toMatch(/^Deploy stack demo-[0-9a-f]+ to cn-hangzhou - allow once\?$/);
+    const threadId = first.exchanges.at(-1)!.body["threadId"] as string;
+    await act(async () => before.root.unmount());
+    await first.close();
+
+    const second = await startRuntime();
+    try {
+      const after = await mount("iac", "deploy the stack", { decision: "allow_once" }, { runtimeUrl: second.url, threadId });
+      await connected(after.container);
+      const question = await until(after.container, "#question");
+      expect(question.textContent).toBe(asked);
+      await click(after.container.querySelector("#approve")!);
+      for (let i = 0; i < 400 && !/deployed/i.test(after.container.querySelector("#answer")!.textContent ?? ""); i++) {
+        await act(async () => void (await new Promise((r) => setTimeout(r, 25))));
+      }
+      expect(after.container.querySelector("#answer")!.textContent).toMatch(/deployed/i);
+      expect(after.container.querySelector("#interrupt")).toBeNull();
+      const resumed = second.exchanges.at(-1)!;
+      expect(resumed.body["threadId"]).toBe(threadId);
+      expect(resumed.body["resume"]).toEqual([{ interruptId: expect.stringMatching(/^permission-/), status: "resolved", payload: { decision: "allow_once" } }]);
+      expect(resumed.status).toBe(200);
+      const streams = await expectValidTraffic(second);
+      expect(streams.at(-1)!.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
+      await act(async () => after.root.unmount());
+    } finally {
+      await second.close();
+    }
   });
 });
 
