@@ -202,6 +202,8 @@ class ResumableRead {
             failures = 0;
             continue;
           }
+          // Nothing to connect to (a page's new thread, as far as this caller may know): nothing to bring.
+          if (mode === "connect" && this.kind === "connect" && refusal.code === "THREAD_NOT_FOUND" && this.startedRunId === undefined) return;
           // A first request that never arrived: the gateway does not know the run, so it is sent again as new.
           if (mode === "run" && refusal.code === "INVALID_LAST_EVENT_ID" && this.lastId === "" && attempt > 0) {
             attempt = -1;

@@ -10,7 +10,7 @@ import {
   type AgentRunnerRunRequest,
   type AgentRunnerStopRequest,
 } from "@copilotkit/runtime/v2";
-import { Observable, ReplaySubject } from "rxjs";
+import { Observable, ReplaySubject, map } from "rxjs";
 import { GatewayAgent, GatewayStreamError } from "../client/gateway-agent.js";
 
 export interface GatewayRunnerOptions {
@@ -121,15 +121,8 @@ export class GatewayRunner extends AgentRunner {
       state: {},
       forwardedProps: this.forwardedProps(threadId, agentId),
     };
-    return new Observable<RunnerEvent>((subscriber) => {
-      const subscription = agent.connect(input).subscribe({
-        next: (event) => subscriber.next(asStopped(event as unknown as RunnerEvent)),
-        complete: () => subscriber.complete(),
-        // A thread the gateway does not know (a page's new thread) has nothing to bring back.
-        error: (error: unknown) => (error instanceof GatewayStreamError && error.code === "THREAD_NOT_FOUND" ? subscriber.complete() : subscriber.error(error)),
-      });
-      return () => subscription.unsubscribe();
-    });
+    // A thread the gateway does not know (a page's new thread) brings nothing.
+    return agent.connect(input).pipe(map((event) => asStopped(event as unknown as RunnerEvent)));
   }
 
   async isRunning(request: AgentRunnerIsRunningRequest): Promise<boolean> {

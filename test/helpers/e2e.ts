@@ -308,11 +308,14 @@ export function scriptByPrompt(table: Record<string, (turn: TurnContext) => Scri
   return (turn) => table[promptOf(turn)]?.(turn) ?? demo(turn);
 }
 
-/** A turn that streams `ticks` text deltas `delayMs` apart: long enough to act on mid-stream; a cancel ends it at once. */
-export function slowTurn(sessionId: string, ticks = 200, delayMs = 50): ScriptItem[] {
+/**
+ * A turn that streams `ticks` text deltas `delayMs` apart: long enough to act on mid-stream; a cancel ends it at once.
+ * Its message id is the same every turn unless one is given (as a real kernel does, per message).
+ */
+export function slowTurn(sessionId: string, ticks = 200, delayMs = 50, messageId = "m-slow"): ScriptItem[] {
   return [
     frame.working({ sessionId }),
-    ...Array.from({ length: ticks }, (_, i): ScriptItem[] => [frame.working({ text: `tick ${i} `, messageId: "m-slow" }), { delayMs }]).flat(),
+    ...Array.from({ length: ticks }, (_, i): ScriptItem[] => [frame.working({ text: `tick ${i} `, messageId }), { delayMs }]).flat(),
     frame.status("TASK_STATE_COMPLETED", { sessionId }),
   ];
 }
