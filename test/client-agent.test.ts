@@ -14,6 +14,7 @@ import { createDemoScript, startScriptedA2AServer, type ScriptedA2AServer } from
 import { startCuttingProxy, type CuttingProxy } from "./helpers/cutting-proxy.js";
 import { ensureCliBuilt, startCli, type CliGateway } from "./helpers/durable.js";
 import { runInput, scriptByPrompt, slowTurn, startStack, type Stack } from "./helpers/e2e.js";
+import { seeded } from "./helpers/seeded.js";
 
 const LONG_TEXT = "write a long text";
 const DEPLOY = "deploy the stack";
@@ -24,18 +25,6 @@ function script() {
     [LONG_TEXT]: () => slowTurn("session-long", 120, 2),
     [DEPLOY]: (turn) => PACED_DEMO(turn) as never,
   });
-}
-
-/** A deterministic source of cut points, so a failure names the seed that reproduces it. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 interface AgentRun {

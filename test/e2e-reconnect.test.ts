@@ -9,6 +9,7 @@ import { expectValidRun, postRaw, readSse, scriptByPrompt, slowTurn, startStack,
 import { postCancel } from "./helpers/durable.js";
 import { readWithReconnects, wholeRun, type Delivered } from "./helpers/reconnect.js";
 import type { ScriptedA2AServer } from "../src/demo/index.js";
+import { seeded } from "./helpers/seeded.js";
 
 const LONG_TEXT = "write a long text";
 const SLOW_TEXT = "write a slow text";
@@ -21,18 +22,6 @@ function script() {
     // The demo agent at a pace where a cut lands while the run is still live.
     "deploy the stack": (turn) => PACED_DEMO(turn) as never,
   });
-}
-
-/** A deterministic source of cut points, so a failure names the seed that reproduces it. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** What every recovered run must be: ids 1..n in order, once each, a valid run, the bytes of the run's own log. */
