@@ -49,11 +49,14 @@ describe("a reconnect that falls behind the gateway's replay window while the ru
 
 describe("connections that go silent, proxies' error pages, run ids a header cannot carry", () => {
   let stack: Stack<ScriptedA2AServer>;
+  let graceZero: Stack<ScriptedA2AServer>;
   beforeAll(async () => {
+    graceZero = await startStack({ script: scriptByPrompt({ [LONG_TEXT]: () => slowTurn("session-zero", 20, 20) }) });
     stack = await startStack({ script: scriptByPrompt({ [LONG_TEXT]: () => slowTurn("session-misc", 20, 20) }), gateway: { reconnectGraceSeconds: 30, heartbeatSeconds: 1 } });
   });
   afterAll(async () => {
     await stack?.close();
+    await graceZero?.close();
   });
 
   it("a connection that stays open but goes silent (no bytes, no heartbeats) does not hang the run forever", async () => {
@@ -88,6 +91,16 @@ describe("connections that go silent, proxies' error pages, run ids a header can
     expect(run.error).toBeInstanceOf(GatewayStreamError);
     expect((run.error as GatewayStreamError).status).toBe(502);
     expect(run.events.filter((e) => e.type === "RUN_ERROR")).toEqual([]);
+  }, 30_000);
+
+  it("a reconnect's REPLAY_EXPIRED answer whose body is cut in transit is a broken try, not a final 409", async () => {
+    // Grace 0 (the default): the cut cancels the run, its reconnect is answered 409 REPLAY_EXPIRED (then a connect).
+    const input = graceZero.input({ prompt: LONG_TEXT });
+    const run = await runPlanned(graceZero.gateway.url, input, (n) =>
+      n === 0 ? { cut: at((e) => e.type === "TEXT_MESSAGE_START", (r) => r.end) } : n === 1 ? { cutErrorBody: true } : undefined,
+    );
+    expect(run.error, trace(run)).toBeUndefined();
+    expect(run.events.at(-1)?.type, trace(run)).toBe("RUN_FINISHED");
   }, 30_000);
 
   it("a run id in non-Latin-1 Unicode (valid for the gateway) survives a cut before its first record", async () => {

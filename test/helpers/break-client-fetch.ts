@@ -7,7 +7,7 @@ import { GatewayAgent } from "../../src/client/index.js";
 
 /** Given the body text received so far (latin1: one char per byte), the offset to act at, or undefined for not yet. */
 export type Chooser = (text: string) => number | undefined;
-export type Plan = { cut: Chooser } | { stall: Chooser } | { status: number; html?: string } | { delayMs: number } | undefined;
+export type Plan = { cut: Chooser } | { stall: Chooser } | { status: number; html?: string } | { delayMs: number } | { cutErrorBody: true } | undefined;
 
 export interface PlannedFetch {
   fetch: (url: string, init: RequestInit) => Promise<Response>;
@@ -39,6 +39,13 @@ export function plannedFetch(plan: (n: number, url: string) => Plan): PlannedFet
       return new Response(p.html ?? `<html><body><h1>${p.status} Bad Gateway</h1></body></html>`, { status: p.status, headers: { "Content-Type": "text/html" } });
     }
     const response = await fetch(url, init);
+    if (p && "cutErrorBody" in p) {
+      // The gateway's refusal, its body cut before a byte of it arrived (the status line and headers did).
+      if (response.ok || !response.body) return response;
+      void response.body.cancel().catch(() => {});
+      const failing = new ReadableStream<Uint8Array>({ pull: (controller) => controller.error(new TypeError("terminated")) });
+      return new Response(failing, { status: response.status, headers: response.headers });
+    }
     if (!p || !response.body || !response.ok) {
       if (!response.body) return response;
       return new Response(tap(response.body, entry, undefined, false), { status: response.status, headers: response.headers });
