@@ -50,8 +50,9 @@ export function plannedFetch(plan: (n: number, url: string) => Plan): PlannedFet
       if (!response.body) return response;
       return new Response(tap(response.body, entry, undefined, false), { status: response.status, headers: response.headers });
     }
-    const stall = "stall" in p;
-    return new Response(tap(response.body, entry, stall ? p.stall : p.cut, stall), { status: response.status, headers: response.headers });
+    const acting = p as { cut: Chooser } | { stall: Chooser };
+    const stall = "stall" in acting;
+    return new Response(tap(response.body, entry, "stall" in acting ? acting.stall : acting.cut, stall), { status: response.status, headers: response.headers });
   };
   return { fetch: wrapped, requests };
 }
