@@ -42,7 +42,7 @@ describe("a reconnect that falls behind the gateway's replay window while the ru
     const missing = Array.from({ length: TICKS }, (_, i) => i).filter((i) => all.split(`tick ${i} `).length !== 2);
     expect(missing, `${trace(run)} text: ${all}`).toEqual([]);
     // And when the agent says the run finished, the gateway says the thread is idle.
-    const status = (await (await fetch(`${stack.gateway.url}/threads/${input.threadId}`)).json()) as { status: string };
+    const status = (await (await fetch(new URL(`threads/${input.threadId}`, stack.gateway.url))).json()) as { status: string };
     expect(status.status, trace(run)).toBe("idle");
   }, 30_000);
 });
@@ -61,8 +61,9 @@ describe("connections that go silent, proxies' error pages, run ids a header can
 
   it("a connection that stays open but goes silent (no bytes, no heartbeats) does not hang the run forever", async () => {
     const input = stack.input({ prompt: LONG_TEXT });
-    // The gateway heartbeats every second; the proxy forwards 3 records, then nothing, and never closes.
-    const pending = runPlanned(stack.gateway.url, input, (n) => (n === 0 ? { stall: at((_, i) => i === 2, (r) => r.end) } : undefined), { maxReconnects: 2, backoffMs: 20 });
+    // The gateway heartbeats every second; the proxy forwards 3 records, then nothing, and never closes. Three missed
+    // heartbeats make the try a broken one.
+    const pending = runPlanned(stack.gateway.url, input, (n) => (n === 0 ? { stall: at((_, i) => i === 2, (r) => r.end) } : undefined), { maxReconnects: 2, backoffMs: 20, idleTimeoutMs: 3_000 });
     const settled = await Promise.race([pending.then(() => "settled"), new Promise((resolve) => setTimeout(() => resolve("still waiting after 15 s"), 15_000))]);
     // (clean-up either way: unsubscribe is what a page's unmount does)
     expect(settled).toBe("settled");

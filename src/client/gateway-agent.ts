@@ -7,6 +7,7 @@ import { HttpAgent, type BaseEvent, type HttpAgentConfig, type RunAgentInput } f
 import { createParser } from "eventsource-parser";
 import { Observable, type Subscriber } from "rxjs";
 import { OpenSpans } from "./open-spans.js";
+import { cancelExecution, routeUnder, threadStatus, type GatewayCaller } from "./gateway-calls.js";
 
 export interface GatewayAgentConfig extends HttpAgentConfig {
   /** Tries in a row that bring no new event before the run fails (default 8). */
@@ -17,6 +18,11 @@ export interface GatewayAgentConfig extends HttpAgentConfig {
   maxBackoffMs?: number;
   /** Where POST /connect is (default: `url` with `/connect` appended). */
   connectUrl?: string;
+  /**
+   * A connection that brings nothing for this long, not even a heartbeat, is taken as broken (default 45,000 ms:
+   * three of the gateway's default 15 s heartbeats; 0: never).
+   */
+  idleTimeoutMs?: number;
 }
 
 /** A run (or a connect) that could not be read to its end: the gateway refused it, or every retry failed. */
@@ -37,7 +43,8 @@ export class GatewayStreamError extends Error {
 interface SessionIds {
   executionId: string;
   threadId: string;
-  rosInvocationId: string;
+  /** The binding's proof; a caller with the static token or the thread's user cancels without it. */
+  rosInvocationId?: string;
 }
 
 const TERMINAL = new Set(["RUN_FINISHED", "RUN_ERROR"]);
@@ -51,15 +58,19 @@ export class GatewayAgent extends HttpAgent {
   readonly backoffMs: number;
   readonly maxBackoffMs: number;
   readonly connectUrl: string;
+  readonly idleTimeoutMs: number;
   /** The execution the current run streams, once the gateway has named it (abortRun cancels it). */
   private session: SessionIds | undefined;
+  /** The current run, until the gateway has named its execution (abortRun then looks it up). */
+  private unnamed: { threadId: string; runId: string; rosInvocationId?: string } | undefined;
 
   constructor(config: GatewayAgentConfig) {
     super(config);
     this.maxReconnects = config.maxReconnects ?? 8;
     this.backoffMs = config.backoffMs ?? 250;
     this.maxBackoffMs = config.maxBackoffMs ?? 5_000;
-    this.connectUrl = config.connectUrl ?? `${config.url.replace(/\/+$/, "")}/connect`;
+    this.connectUrl = config.connectUrl ?? routeUnder(config.url, "connect");
+    this.idleTimeoutMs = config.idleTimeoutMs ?? 45_000;
   }
 
   override run(input: RunAgentInput): Observable<BaseEvent> {
@@ -87,33 +98,48 @@ export class GatewayAgent extends HttpAgent {
 
   /**
    * Stops the current run: cancelled through the gateway's cancel extension once the run has named its execution
-   * (the run then ends with the gateway's cancelled outcome), otherwise by dropping the connection.
+   * (the run then ends with the gateway's cancelled outcome). Before that the connection is dropped, and the run,
+   * which the gateway may keep for a reconnect, is looked up by its thread and cancelled all the same.
    */
   override abortRun(): void {
     const session = this.session;
-    if (!session) return super.abortRun();
-    const cancelUrl = `${this.url.replace(/\/+$/, "")}/extensions/iac-code/v1/executions/${encodeURIComponent(session.executionId)}/cancel`;
-    void this.fetch(cancelUrl, {
-      method: "POST",
-      headers: { ...this.headers, "Content-Type": "application/json" },
-      body: JSON.stringify({ threadId: session.threadId, rosInvocationId: session.rosInvocationId }),
-    })
-      .then((response) => {
-        if (!response.ok) super.abortRun();
-      })
-      .catch(() => super.abortRun());
+    if (session) {
+      void cancelExecution(this.caller, session).then((outcome) => {
+        if (outcome === undefined) super.abortRun();
+      });
+      return;
+    }
+    const unnamed = this.unnamed;
+    super.abortRun();
+    if (unnamed) void this.cancelUnnamed(unnamed);
   }
 
   override clone(): GatewayAgent {
     const copy = super.clone() as GatewayAgent;
-    Object.assign(copy, { maxReconnects: this.maxReconnects, backoffMs: this.backoffMs, maxBackoffMs: this.maxBackoffMs, connectUrl: this.connectUrl });
+    const { maxReconnects, backoffMs, maxBackoffMs, connectUrl, idleTimeoutMs } = this;
+    Object.assign(copy, { maxReconnects, backoffMs, maxBackoffMs, connectUrl, idleTimeoutMs });
     copy.session = undefined;
+    copy.unnamed = undefined;
     return copy;
+  }
+
+  /** Where the gateway's other routes are, and who asks. */
+  private get caller(): GatewayCaller {
+    return { url: this.url, headers: this.headers, fetch: this.fetch };
+  }
+
+  /** The thread's status names the execution of a run that had not named it yet; nothing is done for another run. */
+  private async cancelUnnamed(run: { threadId: string; runId: string; rosInvocationId?: string }): Promise<void> {
+    const status = await threadStatus(this.caller, run.threadId);
+    // Otherwise the gateway ends the run, which nobody reads now, when its reconnect grace is over.
+    if (status?.runId === run.runId && status.executionId !== undefined) await cancelExecution(this.caller, { ...run, executionId: status.executionId });
   }
 
   private stream(input: RunAgentInput, kind: "run" | "connect"): Observable<BaseEvent> {
     return new Observable<BaseEvent>((subscriber) => {
       this.session = undefined;
+      const proof = (input.forwardedProps as { iacCode?: { rosInvocationId?: unknown } } | undefined)?.iacCode?.rosInvocationId;
+      this.unnamed = kind === "run" ? { threadId: input.threadId, runId: input.runId, ...(typeof proof === "string" && { rosInvocationId: proof }) } : undefined;
       const transport: Transport = {
         url: this.url,
         connectUrl: this.connectUrl,
@@ -121,8 +147,12 @@ export class GatewayAgent extends HttpAgent {
         fetch: this.fetch,
         signal: this.abortController.signal,
         body: (request) => String(this.requestInit(request).body),
-        sessionSeen: (session) => void (this.session = session),
+        sessionSeen: (session) => {
+          this.session = session;
+          this.unnamed = undefined;
+        },
         retry: { maxReconnects: this.maxReconnects, backoffMs: this.backoffMs, maxBackoffMs: this.maxBackoffMs },
+        idleTimeoutMs: this.idleTimeoutMs,
       };
       const reader = new ResumableRead(transport, enforceOutgoing(input), kind, subscriber);
       void reader.read().then(
@@ -146,6 +176,7 @@ interface Transport {
   body(input: RunAgentInput): string;
   sessionSeen(session: SessionIds): void;
   retry: { maxReconnects: number; backoffMs: number; maxBackoffMs: number };
+  idleTimeoutMs: number;
 }
 
 
@@ -192,8 +223,12 @@ class ResumableRead {
       if (failures > 0) await this.wait(Math.min(this.transport.retry.backoffMs * 2 ** (failures - 1), this.transport.retry.maxBackoffMs));
       if (this.stopped) return;
       const before = this.afterStart + (this.startedRunId === undefined ? 0 : 1);
+      const idle = new IdleWatch(this.transport.idleTimeoutMs);
       try {
-        const response = mode === "run" ? await this.post(this.transport.url, runBody, attempt > 0 ? this.lastId || `${this.input.runId}:0` : undefined) : await this.post(this.transport.connectUrl, this.connectBody());
+        const response =
+          mode === "run"
+            ? await this.post(this.transport.url, runBody, idle, attempt > 0 ? this.lastId || `${await eventIdKey(this.input.runId)}:0` : undefined)
+            : await this.post(this.transport.connectUrl, this.connectBody(), idle);
         if (!response.ok) {
           const refusal = await refusalOf(response);
           // The events after our last one are gone (or the run stopped when we left): the thread as it is now.
@@ -210,18 +245,21 @@ class ResumableRead {
             failures++;
             continue;
           }
-          if (response.status < 500 || attempt === 0) throw refusal;
+          // A 5xx (a proxy's page, a gateway that is busy or restarting) is a broken try; the next asks by id.
+          if (response.status < 500) throw refusal;
           lastError = refusal;
           failures++;
           continue;
         }
-        await this.consume(response, mode === "connect" ? new ConnectSplice(this) : undefined);
+        await this.consume(response, mode === "connect" ? new ConnectSplice(this) : undefined, idle);
       } catch (error) {
         if (error instanceof GatewayStreamError) throw error;
         if (this.stopped) return;
         // Our own abort (abortRun without a cancel): the run ends as HttpAgent's does.
         if (this.transport.signal.aborted) throw error;
         lastError = new GatewayStreamError(`the stream broke: ${error instanceof Error ? error.message : String(error)}`, "UNREACHABLE");
+      } finally {
+        idle.stop();
       }
       if (this.done) return;
       // A try that brought something new starts the count again (and the next one at once).
@@ -234,14 +272,14 @@ class ResumableRead {
     return this.transport.body({ ...this.input, runId: `${this.input.runId}.connect.${randomSuffix()}` });
   }
 
-  private post(url: string, body: string, lastEventId?: string): Promise<Response> {
+  private post(url: string, body: string, idle: IdleWatch, lastEventId?: string): Promise<Response> {
     const headers: Record<string, string> = { ...this.transport.headers, "Content-Type": "application/json", Accept: "text/event-stream" };
     if (lastEventId !== undefined) headers["Last-Event-ID"] = lastEventId;
-    const signal = AbortSignal.any([this.transport.signal, this.local.signal]);
+    const signal = AbortSignal.any([this.transport.signal, this.local.signal, idle.signal]);
     return this.transport.fetch(url, { method: "POST", headers, body, signal });
   }
 
-  private async consume(response: Response, splice: ConnectSplice | undefined): Promise<void> {
+  private async consume(response: Response, splice: ConnectSplice | undefined, idle: IdleWatch): Promise<void> {
     if (!response.body) throw new Error("the answer has no body");
     let failure: unknown;
     const parser = createParser({
@@ -257,13 +295,18 @@ class ResumableRead {
       },
     });
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    // A body that does not end with its request's signal (a fetch of the app's own) is let go here all the same.
+    const release = () => void reader.cancel().catch(() => {});
+    idle.signal.addEventListener("abort", release, { once: true });
     try {
       for (let chunk = await reader.read(); !chunk.done && !this.done; chunk = await reader.read()) {
+        idle.touch();
         parser.feed(chunk.value);
         if (failure !== undefined) throw new GatewayStreamError(`the gateway sent an event that is not JSON: ${String(failure)}`, "INVALID_EVENT");
       }
     } finally {
-      void reader.cancel().catch(() => {});
+      idle.signal.removeEventListener("abort", release);
+      release();
     }
   }
 
@@ -300,10 +343,17 @@ class ResumableRead {
     }
   }
 
+  /** Waits `ms`, or less when the read is stopped or the agent aborted. */
   private wait(ms: number): Promise<void> {
+    const signals = [this.local.signal, this.transport.signal];
     return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.local.signal.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
+      const done = () => {
+        clearTimeout(timer);
+        for (const signal of signals) signal.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      for (const signal of signals) signal.addEventListener("abort", done, { once: true });
     });
   }
 }
@@ -369,8 +419,9 @@ function isAfter(id: string, last: string): boolean {
   return Number(id.slice(cut + 1)) > Number(last.slice(lastCut + 1));
 }
 
+/** A 4xx or 5xx answer as an error; its body cut in transit throws instead (a broken try, not an answer). */
 async function refusalOf(response: Response): Promise<GatewayStreamError> {
-  const text = await response.text().catch(() => "");
+  const text = await response.text();
   let code = `HTTP_${response.status}`;
   let message = text.slice(0, 500) || response.statusText;
   try {
@@ -382,6 +433,43 @@ async function refusalOf(response: Response): Promise<GatewayStreamError> {
     // not the gateway's JSON envelope (a proxy's page): the status and the text say it
   }
   return new GatewayStreamError(`HTTP ${response.status}: ${message}`, code, response.status);
+}
+
+/**
+ * A try that brings no byte for `ms` (not even a heartbeat) is aborted: a connection that a NAT or a proxy dropped
+ * without a word would otherwise hold the run forever.
+ */
+class IdleWatch {
+  private readonly controller = new AbortController();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(private readonly ms: number) {
+    this.touch();
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  touch(): void {
+    if (this.ms <= 0) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.controller.abort(new Error(`nothing arrived for ${this.ms} ms`)), this.ms);
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+  }
+}
+
+/**
+ * The run part of the gateway's event ids: the run id when a header can carry it as it is (printable ASCII, no edge
+ * spaces, no leading `~`), else `~` and the first 32 hex digits of its SHA-256, as the gateway writes them.
+ */
+async function eventIdKey(runId: string): Promise<string> {
+  if (/^[\x21-\x7d](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(runId)) return runId;
+  const digest = new Uint8Array(await globalThis.crypto.subtle.digest("SHA-256", new TextEncoder().encode(runId)));
+  return `~${Array.from(digest.subarray(0, 16), (byte) => byte.toString(16).padStart(2, "0")).join("")}`;
 }
 
 function randomSuffix(): string {

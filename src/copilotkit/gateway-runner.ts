@@ -12,6 +12,7 @@ import {
 } from "@copilotkit/runtime/v2";
 import { Observable, ReplaySubject, map } from "rxjs";
 import { GatewayAgent, GatewayStreamError } from "../client/gateway-agent.js";
+import { cancelExecution, threadStatus, type Fetch, type GatewayCaller } from "../client/gateway-calls.js";
 
 export interface GatewayRunnerOptions {
   /** The gateway's AG-UI endpoint, as given to the agents (`http://127.0.0.1:41243/`). */
@@ -32,18 +33,11 @@ export interface GatewayRunnerOptions {
   maxReconnects?: number;
   backoffMs?: number;
   maxBackoffMs?: number;
-  fetch?: (url: string, init: RequestInit) => Promise<Response>;
+  fetch?: Fetch;
 }
 
 type RunnerEvent = ReturnType<AgentRunner["run"]> extends Observable<infer E> ? E : never;
 type RunnerAgent = AgentRunnerRunRequest["agent"];
-
-/** GET /threads/{threadId}, as the gateway answers it. */
-interface ThreadStatus {
-  status: "idle" | "running" | "waiting_for_input";
-  executionId?: string;
-  runId?: string;
-}
 
 /** A run this runtime started, until it ends. */
 interface LocalRun {
@@ -56,7 +50,7 @@ interface LocalRun {
 
 export class GatewayRunner extends AgentRunner {
   private readonly local = new Map<string, LocalRun>();
-  private readonly fetch: (url: string, init: RequestInit) => Promise<Response>;
+  private readonly fetch: Fetch;
 
   constructor(private readonly options: GatewayRunnerOptions) {
     super();
@@ -127,7 +121,7 @@ export class GatewayRunner extends AgentRunner {
 
   async isRunning(request: AgentRunnerIsRunningRequest): Promise<boolean> {
     if (this.local.has(request.threadId)) return true;
-    return (await this.status(request.threadId))?.status === "running";
+    return (await threadStatus(this.caller(), request.threadId))?.status === "running";
   }
 
   /**
@@ -141,56 +135,25 @@ export class GatewayRunner extends AgentRunner {
       if ((runId !== undefined && runId !== run.runId) || run.stopRequested) return false;
       run.stopRequested = true;
       const headers = mergeHeaders(this.options.headers ?? {}, (run.agent as { headers?: Record<string, string> }).headers ?? {});
-      if (run.session && (await this.cancel(threadId, run.session.executionId, run.session.rosInvocationId, headers)) === "cancelled") return true;
+      if (run.session && (await cancelExecution(this.caller(headers), { threadId, ...run.session })) === "cancelled") return true;
       // Not named yet, or the gateway could not be reached: the run's own connection is dropped.
       run.agent.abortRun();
       return true;
     }
-    const status = await this.status(threadId);
+    const status = await threadStatus(this.caller(), threadId);
     if (status?.status !== "running" || status.executionId === undefined || (runId !== undefined && status.runId !== runId)) return false;
     const proof = (this.forwardedProps(threadId).iacCode as { rosInvocationId?: unknown } | undefined)?.rosInvocationId;
-    const outcome = await this.cancel(threadId, status.executionId, typeof proof === "string" ? proof : undefined, this.options.headers ?? {});
+    const outcome = await cancelExecution(this.caller(), { threadId, executionId: status.executionId, ...(typeof proof === "string" && { rosInvocationId: proof }) });
     return outcome === "cancelled";
+  }
+
+  /** The gateway as the runner asks it: with its own headers, or those given. */
+  private caller(headers: Record<string, string> = this.options.headers ?? {}): GatewayCaller {
+    return { url: this.options.url, headers, fetch: this.fetch };
   }
 
   private forwardedProps(threadId: string, agentId?: string): Record<string, unknown> {
     return this.options.forwardedProps?.({ threadId, ...(agentId !== undefined && { agentId }) }) ?? {};
-  }
-
-  /** The thread's status; undefined when the gateway does not know it, will not say, or cannot be reached. */
-  private async status(threadId: string): Promise<ThreadStatus | undefined> {
-    try {
-      const response = await this.fetch(this.route(`threads/${encodeURIComponent(threadId)}`), { headers: { ...this.options.headers, Accept: "application/json" } });
-      if (!response.ok) {
-        await response.body?.cancel();
-        return undefined;
-      }
-      return (await response.json()) as ThreadStatus;
-    } catch {
-      return undefined;
-    }
-  }
-
-  /** The cancel extension's outcome, or undefined when it could not be had. */
-  private async cancel(threadId: string, executionId: string, rosInvocationId: string | undefined, headers: Record<string, string>): Promise<string | undefined> {
-    try {
-      const response = await this.fetch(this.route(`extensions/iac-code/v1/executions/${encodeURIComponent(executionId)}/cancel`), {
-        method: "POST",
-        headers: { ...headers, "Content-Type": "application/json" },
-        body: JSON.stringify({ threadId, ...(rosInvocationId !== undefined && { rosInvocationId }) }),
-      });
-      if (!response.ok) {
-        await response.body?.cancel();
-        return undefined;
-      }
-      return ((await response.json()) as { status?: string }).status;
-    } catch {
-      return undefined;
-    }
-  }
-
-  private route(path: string): string {
-    return `${this.options.url.replace(/\/+$/, "")}/${path}`;
   }
 }
 

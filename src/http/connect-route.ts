@@ -2,7 +2,7 @@
 // never left has it, in one run under the connect's run id: RUN_STARTED, the conversation as MESSAGES_SNAPSHOT, then
 // either the live run's events from its first one (kept for reconnects, here or in the shared store) to its terminal
 // event, or RUN_FINISHED carrying the interrupts that wait for an answer, or a plain RUN_FINISHED.
-import { EventType } from "@ag-ui/core";
+import { EventType, type Message } from "@ag-ui/core";
 import type { Context } from "koa";
 import { from } from "rxjs";
 import type { Caller } from "../runs/caller.js";
@@ -26,10 +26,19 @@ export async function connectThread(options: AppOptions, ctx: Context, body: Rec
   // conversation as the kernel has it so far, and follows the live run through the observer route.
   const proto = acceptsProto(ctx.get("Accept"));
   const live = target.liveRun && !proto ? await liveRun(options, threadId, target.liveRun) : undefined;
-  const liveTaskId = live ? (target.record.execution.taskId ?? undefined) : undefined;
+  const liveTaskId = live && "fromFirst" in live ? (target.record.execution.taskId ?? undefined) : undefined;
   span.set({ "agui.connect.live_run": live !== undefined, "agui.connect.interrupts": target.interrupts.length });
-  const messages =
-    (await options.runs.history(threadId, { maxMessages: options.historyMessages ?? DEFAULT_HISTORY_MESSAGES, language: lang, span, ...(liveTaskId !== undefined && { liveTaskId }) })) ?? [];
+  const history = (liveTaskId?: string) =>
+    options.runs.history(threadId, { maxMessages: options.historyMessages ?? DEFAULT_HISTORY_MESSAGES, language: lang, span, ...(liveTaskId !== undefined && { liveTaskId }) });
+  if (live && "untilEnd" in live) {
+    // The run's first events are gone: the client could not be given the run as it went, so it gets how it ended.
+    const response = countedResponse(options, ctx, proto, span);
+    const connected = new ConnectedRun(response, threadId, runId);
+    connected.event(connectRun(threadId, runId, [], [])[0]!);
+    live.untilEnd(new RunEnd(connected, async () => ((await history()) ?? [])));
+    return;
+  }
+  const messages = (await history(liveTaskId)) ?? [];
   const response = countedResponse(options, ctx, proto, span);
   const [started, snapshot, finished] = connectRun(threadId, runId, messages, target.interrupts);
   if (!live) {
@@ -43,7 +52,7 @@ export async function connectThread(options: AppOptions, ctx: Context, body: Rec
   const connected = new ConnectedRun(response, threadId, runId);
   connected.event(started!);
   connected.event(snapshot!);
-  live(connected);
+  live.fromFirst(connected);
 }
 
 /**
@@ -56,8 +65,8 @@ class ConnectedRun implements RecordTarget {
 
   constructor(
     private readonly response: SseResponse,
-    private readonly threadId: string,
-    private readonly runId: string,
+    readonly threadId: string,
+    readonly runId: string,
   ) {
     this.key = eventIdKey(runId);
   }
@@ -99,17 +108,69 @@ class ConnectedRun implements RecordTarget {
   }
 }
 
+type LiveRun = { fromFirst(target: RecordTarget): void } | { untilEnd(target: RecordTarget): void };
+
 /**
- * How the connecting client follows the live run from its first event: this replica's feed (taking the run over
- * while it waits in its reconnect grace), or the shared store's copy; undefined when its first events are gone.
+ * How the connecting client follows the live run: from its first event, through this replica's feed (taking the run
+ * over while it waits in its reconnect grace) or the shared store's copy; or, when this replica's feed no longer
+ * keeps the first events, from now to its end; undefined when neither can be had.
  */
-async function liveRun(options: AppOptions, threadId: string, run: { runId: string; digest: string }): Promise<((target: RecordTarget) => void) | undefined> {
+async function liveRun(options: AppOptions, threadId: string, run: { runId: string; digest: string }): Promise<LiveRun | undefined> {
   const key = eventIdKey(run.runId);
   const feed = options.feeds.get(threadId, key, run.digest);
   if (feed) {
-    if (!("records" in feed.log.after(0))) return undefined;
-    return (target) => (feed.detached ? feed.own(target, 0) : feed.follow(target, 0));
+    const from = "records" in feed.log.after(0) ? 0 : feed.log.lastSeq;
+    const take = (target: RecordTarget) => (feed.detached ? feed.own(target, from) : feed.follow(target, from));
+    return from === 0 ? { fromFirst: take } : { untilEnd: take };
   }
   const shared = await options.feeds.fromShared(threadId, key, run.digest, 0);
-  return shared && "follow" in shared ? (target) => shared.follow(target) : undefined;
+  return shared && "follow" in shared ? { fromFirst: (target) => shared.follow(target) } : undefined;
+}
+
+/**
+ * Reads a live run to its end without passing its events on, then ends the connect's run with the conversation as it
+ * is then and the run's own terminal event (or, when the run stopped without one, a plain finish).
+ */
+class RunEnd implements RecordTarget {
+  private last = "";
+
+  constructor(
+    private readonly connected: ConnectedRun,
+    private readonly conversation: () => Promise<Message[]>,
+  ) {}
+
+  get res() {
+    return this.connected.res;
+  }
+
+  get gate() {
+    return this.connected.gate;
+  }
+
+  get backlog() {
+    return this.connected.backlog;
+  }
+
+  write(records: string | Uint8Array): void {
+    const text = typeof records === "string" ? records : Buffer.from(records).toString("utf8");
+    if (text !== "") this.last = text;
+  }
+
+  heartbeat(): void {
+    this.connected.heartbeat();
+  }
+
+  end(): void {
+    const terminal = [...this.last.matchAll(/^data: (.*)$/gm)].map(([, data]) => data!).at(-1);
+    void this.conversation().then(
+      (messages) => {
+        this.connected.event({ type: EventType.MESSAGES_SNAPSHOT, messages, timestamp: Date.now() });
+        const ended = terminal !== undefined && /^\{"type":"RUN_(FINISHED|ERROR)"/.test(terminal);
+        if (ended) this.connected.write(`data: ${terminal}\n\n`);
+        else this.connected.event({ type: EventType.RUN_FINISHED, threadId: this.connected.threadId, runId: this.connected.runId, timestamp: Date.now(), outcome: { type: "success" } });
+        this.connected.end();
+      },
+      () => this.connected.end(),
+    );
+  }
 }
