@@ -215,6 +215,7 @@ export async function assembleGateway(options: AssemblyOptions): Promise<Assembl
     tracer,
     interruptTtlMs: (options.interruptTtlSeconds ?? 540) * 1000,
     heartbeatMs: (options.heartbeatSeconds ?? 15) * 1000,
+    orphanGraceMs: (options.reconnectGraceSeconds ?? 0) * 1000,
     ...(options.runIdWindow !== undefined && { runIdWindow: options.runIdWindow }),
     ...(options.maxActiveRunsPerUser && { userRuns: { counters: state.counters, max: options.maxActiveRunsPerUser } }),
   });

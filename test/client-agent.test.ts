@@ -8,7 +8,7 @@ import path from "node:path";
 import { randomUUID } from "node:crypto";
 import type { BaseEvent, Message, RunAgentInput } from "@ag-ui/client";
 import { EventSchema } from "@ag-ui/core/schemas";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { GatewayAgent, GatewayStreamError } from "../src/client/index.js";
 import { createDemoScript, startScriptedA2AServer, type ScriptedA2AServer } from "../src/demo/index.js";
 import { startCuttingProxy, type CuttingProxy } from "./helpers/cutting-proxy.js";
@@ -158,7 +158,8 @@ describe("GatewayAgent when the gateway is killed with SIGKILL mid-run and start
   let balancer: CuttingProxy;
   beforeAll(async () => {
     ensureCliBuilt();
-    upstream = await startScriptedA2AServer({ script: scriptByPrompt({ [LONG_TEXT]: () => slowTurn("session-kill", 60, 40) }) });
+    const pacedDeploy = createDemoScript({ frameDelayMs: 40 });
+    upstream = await startScriptedA2AServer({ script: scriptByPrompt({ [LONG_TEXT]: () => slowTurn("session-kill", 60, 40), [DEPLOY]: (turn) => pacedDeploy(turn) as never }) });
     root = await mkdtemp(path.join(tmpdir(), "agui-agent-restart-"));
     await mkdir(path.join(root, "ws-1"));
     // One address for the client, whichever process serves behind it (a balancer in front of a restarting gateway).
@@ -170,15 +171,15 @@ describe("GatewayAgent when the gateway is killed with SIGKILL mid-run and start
     await upstream?.close();
     if (root) await rm(root, { recursive: true, force: true });
   });
+  let grace: string[] = [];
   const start = async () => {
-    current = await startCli(["--a2a-url", upstream.url, "--port", "0", "--state-dir", path.join(root, "state")], { IAC_CODE_AGUI_ALLOWED_CWDS: root });
+    current = await startCli(["--a2a-url", upstream.url, "--port", "0", "--state-dir", path.join(root, "state"), ...grace], { IAC_CODE_AGUI_ALLOWED_CWDS: root });
   };
 
-  // The restarted gateway keeps none of the killed one's streams and stops the task it finds orphaned; the agent's
-  // reconnect is told the events are gone, so it connects and ends the run with the conversation as the kernel has it.
-  it("the run ends as one run with its conversation, recovered through connect", async () => {
+  /** One run through the balancer; the gateway is killed with SIGKILL after the 10th text delta and started again. */
+  async function runThroughKill(prompt = LONG_TEXT): Promise<{ agent: GatewayAgent; events: BaseEvent[]; text: string; input: RunAgentInput }> {
     await start();
-    const input = runInput(path.join(root, "ws-1"), { prompt: LONG_TEXT, threadId: randomUUID() });
+    const input = runInput(path.join(root, "ws-1"), { prompt, threadId: randomUUID() });
     const agent = new GatewayAgent({ url: balancer.url, threadId: input.threadId, initialMessages: input.messages, backoffMs: 100, maxReconnects: 10 });
     let killed = false;
     const events: BaseEvent[] = [];
@@ -187,7 +188,7 @@ describe("GatewayAgent when the gateway is killed with SIGKILL mid-run and start
       .runAgent({ runId: input.runId, forwardedProps: input.forwardedProps }, {
         onEvent: ({ event }) => {
           events.push(event);
-          if (!killed && events.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").length === 10) {
+          if (!killed && events.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").length === (prompt === LONG_TEXT ? 10 : 2)) {
             killed = true;
             void current!.kill("SIGKILL").then(start);
           }
@@ -198,12 +199,51 @@ describe("GatewayAgent when the gateway is killed with SIGKILL mid-run and start
     expect(killed).toBe(true);
     for (const event of events) expect(() => EventSchema.parse(event)).not.toThrow();
     expect(events.filter((e) => e.type === "RUN_STARTED")).toHaveLength(1);
-    expect(events.at(-1)?.type).toBe("RUN_FINISHED");
+    expect(events.filter((e) => e.type === "MESSAGES_SNAPSHOT")).toHaveLength(1);
     const assistant = agent.messages.filter((m) => m.role === "assistant");
     expect(assistant.length).toBeGreaterThan(0);
-    // What the kernel streamed before the kill is all there, once.
-    const text = assistant.map((m) => String(m.content)).join("");
+    return { agent, events, input, text: assistant.map((m) => String(m.content)).join("") };
+  }
+
+  afterEach(async () => {
+    await current?.kill("SIGKILL");
+    current = undefined;
+  });
+
+  // The restarted gateway keeps none of the killed one's streams. With --reconnect-grace it keeps the run the kernel
+  // goes on with: the agent's reconnect is told the events are gone, it connects, the connect takes the run up and
+  // follows it to its end, and the agent ends with the whole conversation.
+  it("with --reconnect-grace: the run is taken up by the restarted gateway and ends as the uncut run does", async () => {
+    grace = ["--reconnect-grace", "30"];
+    const { events, text } = await runThroughKill();
+    expect(events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
+    for (let i = 0; i < 60; i++) expect(text.split(`tick ${i} `), `tick ${i}`).toHaveLength(2);
+    expect(text).not.toMatch(/cancel/i);
+  }, 120_000);
+
+  it("with --reconnect-grace: a deployment killed before its permission ends at the permission, which is then answered", async () => {
+    grace = ["--reconnect-grace", "30"];
+    const { agent, events, input } = await runThroughKill(DEPLOY);
+    const finished = events.at(-1) as { type: string; outcome?: { type: string; interrupts?: { id: string }[] } };
+    expect(finished).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "interrupt" } });
+    const interrupt = finished.outcome!.interrupts![0]!;
+    expect(interrupt.id).toMatch(/^permission-/);
+    // The permission was parked by the restarted gateway: the answer is admitted and the deployment finishes.
+    const answered: BaseEvent[] = [];
+    await agent.runAgent(
+      { runId: randomUUID(), forwardedProps: input.forwardedProps, resume: [{ interruptId: interrupt.id, status: "resolved", payload: { decision: "allow_once" } }] },
+      { onEvent: ({ event }) => void answered.push(event) },
+    );
+    for (const event of answered) expect(() => EventSchema.parse(event)).not.toThrow();
+    expect(answered.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
+  }, 120_000);
+
+  // Without it, the restarted gateway cancels the task it finds orphaned: the run ends with the conversation as the
+  // kernel has it, what was streamed before the kill there once.
+  it("without: the run ends as one run with the conversation so far, recovered through connect", async () => {
+    grace = [];
+    const { events, text } = await runThroughKill();
+    expect(events.at(-1)?.type).toBe("RUN_FINISHED");
     for (let i = 0; i < 10; i++) expect(text.split(`tick ${i} `)).toHaveLength(2);
-    expect(events.filter((e) => e.type === "MESSAGES_SNAPSHOT")).toHaveLength(1);
   }, 120_000);
 });

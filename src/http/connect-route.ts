@@ -11,7 +11,7 @@ import { connectRun } from "../runs/service.js";
 import { normalizeLanguage, type Language } from "../i18n/index.js";
 import { ATTR, NO_SPAN, type TraceSpan } from "../ops/trace.js";
 import type { AppOptions } from "./app.js";
-import { countedResponse } from "./run-route.js";
+import { countedResponse, startRunFeed } from "./run-route.js";
 import { acceptsProto, encodeInto, eventIdKey, type RecordTarget, type SseResponse } from "./sse.js";
 
 export const DEFAULT_HISTORY_MESSAGES = 200;
@@ -25,7 +25,12 @@ export async function connectThread(options: AppOptions, ctx: Context, body: Rec
   // Protobuf framing carries no ids, and a live run's kept events are SSE records: a binary client gets the
   // conversation as the kernel has it so far, and follows the live run through the observer route.
   const proto = acceptsProto(ctx.get("Accept"));
-  const live = target.liveRun && !proto ? await liveRun(options, threadId, target.liveRun) : undefined;
+  let live = target.liveRun && !proto ? await liveRun(options, threadId, target.liveRun) : undefined;
+  // A run nobody streams (a stopped gateway left it; the kernel goes on with it) is taken up and followed to its end.
+  if (target.liveRun && !live && !proto) {
+    const adopted = await options.runs.adopt({ threadId, runId, language: lang, caller, span });
+    if (adopted) live = { untilEnd: (target) => startRunFeed(options, adopted).own(target, 0) };
+  }
   const liveTaskId = live && "fromFirst" in live ? (target.record.execution.taskId ?? undefined) : undefined;
   span.set({ "agui.connect.live_run": live !== undefined, "agui.connect.interrupts": target.interrupts.length });
   const history = (liveTaskId?: string) =>

@@ -50,8 +50,29 @@ export async function admitRequest(options: AppOptions, body: Record<string, unk
  * ids and is written to its connection alone.
  */
 export function startRunStream(options: AppOptions, ctx: Context, session: RunSession): void {
+  if (acceptsProto(ctx.get("Accept"))) {
+    const { encoding, ended } = runEncoding(options, session);
+    const response = countedResponse(options, ctx, true);
+    void writeSse(response, (gate) => options.runs.stream(session, gate), { ...encoding, proto: true }).then((how) => ended(how === "completed"));
+    return;
+  }
+  const response = countedResponse(options, ctx, false);
+  startRunFeed(options, session).own(response, 0);
+}
+
+/** The admitted run encoded into its feed (its replay log, what a reconnect reads), for its owner to read. */
+export function startRunFeed(options: AppOptions, session: RunSession): RunFeed {
+  const { request } = session.ticket;
+  const { encoding, ended } = runEncoding(options, session);
+  const feed = options.feeds.open(request.threadId, eventIdKey(request.runId), { executionId: session.record.execution.executionId, digest: session.ticket.digest });
+  feed.start((gate) => options.runs.stream(session, gate), encoding, ended);
+  return feed;
+}
+
+/** How a run's events are encoded, counted and checked, and what is done once it has ended. */
+function runEncoding(options: AppOptions, session: RunSession): { encoding: EncodeOptions; ended: (complete: boolean) => void } {
   const metrics = options.metrics;
-  const { logger, language, request } = session.ticket;
+  const { logger, language } = session.ticket;
   const check = options.selfCheck?.();
   // Counted locally and added to the metric once per run: prom-client per event costs on the hot path.
   const counts = new Map<string, number>();
@@ -74,15 +95,7 @@ export function startRunStream(options: AppOptions, ctx: Context, session: RunSe
     if (complete) check?.end();
     for (const [type, n] of counts) metrics?.eventsOut.inc({ type }, n);
   };
-  if (acceptsProto(ctx.get("Accept"))) {
-    const response = countedResponse(options, ctx, true);
-    void writeSse(response, (gate) => options.runs.stream(session, gate), { ...encoding, proto: true }).then((how) => ended(how === "completed"));
-    return;
-  }
-  const feed = options.feeds.open(request.threadId, eventIdKey(request.runId), { executionId: session.record.execution.executionId, digest: session.ticket.digest });
-  const response = countedResponse(options, ctx, false);
-  feed.start((gate) => options.runs.stream(session, gate), encoding, ended);
-  feed.own(response, 0);
+  return { encoding, ended };
 }
 
 /**

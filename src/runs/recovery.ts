@@ -1,5 +1,6 @@
 // Runs that were active when the process stopped: nobody will read their A2A tasks again, so each is
-// cancelled upstream, as the run's end would have done, and its execution ended.
+// cancelled upstream, as the run's end would have done, and its execution ended. With --reconnect-grace those found
+// at start-up are kept that long first: a client that comes back may take one up (src/runs/adopt.ts).
 import type { ThreadRecord } from "../state/thread-store.js";
 import { cancelTask, type RunDeps } from "./run-context.js";
 import type { LockedThread } from "./thread-repository.js";
@@ -45,8 +46,9 @@ export function readRecovered(deps: RunDeps, thread: LockedThread, span?: TraceS
 }
 
 /**
- * Start-up recovery: every stored thread whose state says a run was active gets that run's task cancelled
- * (the same happens on a thread's next access, see readRecovered). Resolves with how many; never rejects.
+ * Start-up recovery: every stored thread whose state says a run was active gets that run's task cancelled, at once
+ * or once the orphan grace is over (the same happens on a thread's next admission or cancel, see readRecovered).
+ * Resolves with how many were cancelled now; never rejects.
  */
 export async function recoverAbandonedRuns(deps: RunDeps): Promise<number> {
   const listing = deps.threads.storedThreadIds();
@@ -62,7 +64,8 @@ export async function recoverAbandonedRuns(deps: RunDeps): Promise<number> {
           if (!(await deps.threads.claim(threadId)).claimed) return;
           try {
             const record = await deps.threads.loadStored(threadId);
-            if (record && (await recoverAbandoned(deps, thread, record))) recovered++;
+            if (record && deps.settings.orphanGraceMs > 0 && abandonedRun(deps, record)) recoverAfterGrace(deps, threadId);
+            else if (record && (await recoverAbandoned(deps, thread, record))) recovered++;
           } finally {
             await deps.threads.unclaim(threadId);
           }
@@ -73,4 +76,23 @@ export async function recoverAbandonedRuns(deps: RunDeps): Promise<number> {
     deps.logger.warn({ err: error }, "start-up recovery could not list the threads");
   }
   return recovered;
+}
+
+/** The run a stopped process left on the thread, cancelled once the orphan grace is over unless it was taken up. */
+function recoverAfterGrace(deps: RunDeps, threadId: string): void {
+  deps.logger.info({ threadId, graceMs: deps.settings.orphanGraceMs }, "a run was active when the gateway stopped: kept for its client to come back");
+  const timer = setTimeout(() => {
+    void deps.threads
+      .locked(threadId, async (thread) => {
+        if (!(await deps.threads.claim(threadId)).claimed) return;
+        try {
+          const record = await thread.read();
+          if (record) await recoverAbandoned(deps, thread, record);
+        } finally {
+          await deps.threads.unclaim(threadId);
+        }
+      })
+      .catch((error: unknown) => deps.logger.warn({ err: error, threadId }, "a kept run could not be recovered"));
+  }, deps.settings.orphanGraceMs);
+  timer.unref();
 }

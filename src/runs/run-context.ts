@@ -31,6 +31,8 @@ export interface RunServiceOptions {
   userRuns?: UserRunLimit;
   /** OpenTelemetry tracing (default off). */
   tracer?: GatewayTracer;
+  /** --reconnect-grace: how long a run a stopped process left streaming waits to be taken up (default 0). */
+  orphanGraceMs?: number;
 }
 
 /** Request/reply between the replicas that share a store (Redis pub/sub). */
@@ -55,6 +57,11 @@ export interface RunSettings {
   readonly newExecutionId: () => string;
   readonly metrics: GatewayMetrics | undefined;
   readonly onActivity: (() => void) | undefined;
+  /**
+   * How long a run left streaming by a stopped process is kept for a client to come back to (--reconnect-grace):
+   * its task is cancelled after that unless a connect took it up (src/runs/adopt.ts). 0: cancelled at start-up.
+   */
+  readonly orphanGraceMs: number;
 }
 
 export interface RunDeps {

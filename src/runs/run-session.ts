@@ -28,7 +28,7 @@ import { declaresAgui1 } from "./protocol.js";
 import { interruptsOf } from "./resume.js";
 import { appliedBy, plannedFrames, prepareResume } from "./resume-flow.js";
 import { cancelTask, type RunDeps } from "./run-context.js";
-import { pendingFrame, turnFrames } from "./task-frames.js";
+import { followTask, pendingFrame, turnFrames } from "./task-frames.js";
 import {
   endExecution,
   foldFact,
@@ -50,8 +50,11 @@ export interface RunTicket {
   /** The record as admission wrote it. */
   readonly record: ThreadRecord;
   readonly language: Language;
-  /** "reshow": an AG-UI 1.0 turn while interrupts are pending, answered with those interrupts again. */
-  readonly kind: "turn" | "resume" | "reshow";
+  /**
+   * "reshow": an AG-UI 1.0 turn while interrupts are pending, answered with those interrupts again; "adopt": a run
+   * a stopped process left streaming, followed to its end (src/runs/adopt.ts).
+   */
+  readonly kind: "turn" | "resume" | "reshow" | "adopt";
   readonly parts: A2APart[];
   readonly messageId: string;
   readonly startedAt: number;
@@ -135,6 +138,8 @@ export class RunSession {
         return this.resume(upstream);
       case "reshow":
         return this.project(of(pendingFrame(this.known)), this.appliedBefore());
+      case "adopt":
+        return this.project(followTask(upstream, this.known.execution.taskId!), this.appliedBefore());
     }
   }
 

@@ -18,6 +18,7 @@ import { observedRecord, reattach, type Observation } from "./reattach.js";
 import { confirmRejoin, type Rejoin } from "./reconnect.js";
 import { connectTarget, type ConnectRequest, type ConnectTarget } from "./connect.js";
 import { recoverAbandonedRuns } from "./recovery.js";
+import { adoptRun, type Adoption } from "./adopt.js";
 import type { RunDeps, RunServiceOptions } from "./run-context.js";
 import type { RunSession } from "./run-session.js";
 import { ThreadRepository } from "./thread-repository.js";
@@ -56,6 +57,7 @@ export class RunService {
         newExecutionId: options.newExecutionId ?? randomUUID,
         metrics: options.metrics,
         onActivity: options.onActivity,
+        orphanGraceMs: options.orphanGraceMs ?? 0,
       },
     };
     options.relay?.onRequest("cancel", (payload) => answerRelayedCancel(this.deps, payload));
@@ -129,6 +131,11 @@ export class RunService {
   /** The owner's threads, a page at a time; undefined for a cursor this gateway did not make. */
   threadsOf(owner: string, cursor: string | undefined, limit: number): Promise<ThreadPage | undefined> {
     return listOwnedThreads(this.deps, owner, cursor, limit);
+  }
+
+  /** A run a stopped process left streaming on the thread, taken up under the connect's run id (src/runs/adopt.ts). */
+  adopt(adoption: Adoption): Promise<RunSession | undefined> {
+    return adoptRun(this.deps, adoption);
   }
 
   /** One thread and what its run is doing; undefined for a thread the caller may not use. */
