@@ -13,7 +13,7 @@ import { GatewayAgent, GatewayStreamError } from "../src/client/index.js";
 import { createDemoScript, startScriptedA2AServer, type ScriptedA2AServer } from "../src/demo/index.js";
 import { startCuttingProxy, type CuttingProxy } from "./helpers/cutting-proxy.js";
 import { ensureCliBuilt, startCli, type CliGateway } from "./helpers/durable.js";
-import { runInput, scriptByPrompt, slowTurn, startStack, type Stack } from "./helpers/e2e.js";
+import { promptOf, runInput, scriptByPrompt, slowTurn, startStack, type Stack } from "./helpers/e2e.js";
 import { seeded } from "./helpers/seeded.js";
 
 const LONG_TEXT = "write a long text";
@@ -158,8 +158,9 @@ describe("GatewayAgent when the gateway is killed with SIGKILL mid-run and start
   let balancer: CuttingProxy;
   beforeAll(async () => {
     ensureCliBuilt();
-    const pacedDeploy = createDemoScript({ frameDelayMs: 40 });
-    upstream = await startScriptedA2AServer({ script: scriptByPrompt({ [LONG_TEXT]: () => slowTurn("session-kill", 60, 40), [DEPLOY]: (turn) => pacedDeploy(turn) as never }) });
+    // Everything but the long text is the demo agent at a pace a kill lands in (its answers too: one instance).
+    const pacedDemo = createDemoScript({ frameDelayMs: 40 });
+    upstream = await startScriptedA2AServer({ script: (turn) => (promptOf(turn) === LONG_TEXT ? slowTurn("session-kill", 60, 40) : pacedDemo(turn)) });
     root = await mkdtemp(path.join(tmpdir(), "agui-agent-restart-"));
     await mkdir(path.join(root, "ws-1"));
     // One address for the client, whichever process serves behind it (a balancer in front of a restarting gateway).

@@ -7,6 +7,7 @@ import {
   type GetTaskRequest,
   type ListTasksRequest,
   type ListTasksResponse,
+  type SendMessageRequest,
   type StreamResponse,
   type SubscribeToTaskRequest,
   type Task,
@@ -50,6 +51,41 @@ export class ScriptedRequestHandler extends DefaultRequestHandler {
         this.buses.getByTaskId(params.id, context)?.finished();
         this.buses.cleanupByTaskId(params.id, context);
       }
+    }
+  }
+
+  /**
+   * The turn's stream, read to its end whether or not its client still listens: iac-code goes on with a turn whose
+   * client left and keeps the task's stored state current (what GetTask and SubscribeToTask show), while the SDK
+   * stores a task's updates only as its client reads them.
+   */
+  override async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+    const source = super.sendMessageStream(params, context);
+    const queue: StreamResponse[] = [];
+    let listening = true;
+    let ended: { failure?: unknown } | undefined;
+    let wake: (() => void) | undefined;
+    void (async () => {
+      try {
+        for await (const item of source) if (listening) (queue.push(item), wake?.());
+        ended = {};
+      } catch (failure) {
+        ended = { failure };
+      }
+      wake?.();
+    })();
+    try {
+      for (;;) {
+        while (queue.length > 0) yield queue.shift()!;
+        if (ended) {
+          if (ended.failure !== undefined) throw ended.failure;
+          return;
+        }
+        await new Promise<void>((resolve) => (wake = resolve));
+      }
+    } finally {
+      listening = false;
+      queue.length = 0;
     }
   }
 

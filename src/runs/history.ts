@@ -117,18 +117,14 @@ async function foldTask(messages: Message[], task: A2ATask, record: ThreadRecord
   await flush();
 }
 
-/**
- * The task's messages in order: its history, then its last status message unless the history holds it already. A
- * kernel's history usually ends with it or goes on without it; one whose stored status fell behind its history (the
- * A2A SDK's, once the client that started the task is gone) has it further back.
- */
+/** The task's messages in order: its history, then its last status message when the history does not end with it. */
 function taskMessages(task: A2ATask): A2AMessage[] {
   const history = task.history ?? [];
   const last = task.status?.message;
   if (last === undefined) return history;
-  const text = textOf(last);
-  const held = history.some((message) => message.messageId === last.messageId && textOf(message) === text);
-  return held ? history : [...history, last];
+  const tail = history.at(-1);
+  const repeated = tail !== undefined && tail.messageId === last.messageId && textOf(tail) === textOf(last);
+  return repeated ? history : [...history, last];
 }
 
 /** A status frame carrying only the message's text (nothing of the kernel's metadata), as the live stream had it. */
