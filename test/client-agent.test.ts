@@ -1,7 +1,8 @@
 // GatewayAgent (agui-gateway/client), the real @ag-ui/client agent a page or a server uses, against a real gateway:
 // its runs survive a proxy that cuts the TCP connection at random points (100 cuts), a gateway killed with SIGKILL
-// and started again mid-stream, and a reload (connectAgent on a fresh agent); abortRun() cancels through the
-// cancel extension. Every event the subscriber sees parses with EventSchema; verifyEvents runs inside runAgent.
+// and started again mid-stream (with --reconnect-grace the restarted gateway takes the run up: the whole text, or the
+// permission it then stops at, answered afterwards), and a reload (connectAgent on a fresh agent); abortRun() cancels
+// through the cancel extension. Every event the subscriber sees parses with EventSchema; verifyEvents runs inside runAgent.
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -238,6 +239,27 @@ describe("GatewayAgent when the gateway is killed with SIGKILL mid-run and start
     for (const event of answered) expect(() => EventSchema.parse(event)).not.toThrow();
     expect(answered.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
   }, 120_000);
+
+  it("with --reconnect-grace: a run nobody comes back to is cancelled once the grace is over", async () => {
+    grace = ["--reconnect-grace", "2"];
+    await start();
+    const input = runInput(path.join(root, "ws-1"), { prompt: LONG_TEXT, threadId: randomUUID() });
+    const response = await fetch(current!.url, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(input) });
+    const reader = response.body!.getReader();
+    let seen = "";
+    while (!seen.includes("tick 3 ")) seen += new TextDecoder().decode((await reader.read()).value ?? new Uint8Array());
+    const taskId = /"taskId":"([^"]+)"/.exec(seen)![1]!;
+    await current!.kill("SIGKILL");
+    await start();
+    const status = async () => (await (await fetch(new URL(`threads/${input.threadId}`, current!.url))).json()) as { status: string };
+    // Kept for the grace: the kernel goes on with it and nobody cancelled it.
+    expect((await status()).status).toBe("running");
+    expect(upstream.cancelled).not.toContain(taskId);
+    const deadline = Date.now() + 10_000;
+    while (!upstream.cancelled.includes(taskId) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(upstream.cancelled).toContain(taskId);
+    expect((await status()).status).toBe("idle");
+  }, 60_000);
 
   // Without it, the restarted gateway cancels the task it finds orphaned: the run ends with the conversation as the
   // kernel has it, what was streamed before the kill there once.
