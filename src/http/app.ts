@@ -15,6 +15,7 @@ import type { StreamSelfCheck } from "./self-check.js";
 import { admitRequest, observeRun, rejoinRun, startRunStream } from "./run-route.js";
 import type { RunFeeds } from "./run-feed.js";
 import { connectThread } from "./connect-route.js";
+import { connectErrors } from "../runs/connect.js";
 import { agentCapabilities } from "./capabilities.js";
 import { crossOrigin } from "./cors.js";
 import { metricsText, type GatewayMetrics } from "../ops/metrics.js";
@@ -163,6 +164,13 @@ export function createApp(options: AppOptions): Koa<State> {
     ctx.body = page;
   });
 
+  // One thread: a trusted server (a CopilotKit runtime that did not start the run) learns whether it runs, and its ids.
+  router.get("/threads/:threadId", requireAuth, async (ctx) => {
+    const thread = await options.runs.thread(callerOf(ctx), ctx.params.threadId!);
+    if (!thread) throw connectErrors.notFound();
+    ctx.body = thread;
+  });
+
   router.delete("/threads/:threadId", requireAuth, async (ctx) => {
     const outcome = await options.runs.forget(callerOf(ctx), ctx.params.threadId!);
     if (outcome === "not_found") throw httpErrors.notFound();
@@ -173,11 +181,13 @@ export function createApp(options: AppOptions): Koa<State> {
   router.post(cancelRoute, requireAuth, traced("agui.cancel", cancelRoute), requireJson, holdsBody, async (ctx) => {
     const body = await readJsonBody(ctx, MAX_CANCEL_BYTES, CANCEL_BODY);
     const { threadId, rosInvocationId } = body;
-    if (typeof threadId !== "string" || threadId === "" || typeof rosInvocationId !== "string" || rosInvocationId === "") {
+    // rosInvocationId, the binding's proof, may be left out by the trusted caller and by users (src/runs/cancel.ts).
+    const proofGiven = typeof rosInvocationId === "string" && rosInvocationId !== "";
+    if (typeof threadId !== "string" || threadId === "" || (rosInvocationId !== undefined && !proofGiven)) {
       throw new GatewayError(400, "INVALID_INPUT", messageText("cancel.idsRequired"));
     }
     const executionId = ctx.params.executionId!;
-    const outcome = await options.runs.cancel({ executionId, threadId, rosInvocationId, caller: callerOf(ctx) }, ctx.state.span);
+    const outcome = await options.runs.cancel({ executionId, threadId, ...(proofGiven && { rosInvocationId }), caller: callerOf(ctx) }, ctx.state.span);
     if (outcome === "not_found") throw new GatewayError(404, "EXECUTION_NOT_FOUND", messageText("execution.notFound"));
     ctx.body = { executionId, status: outcome };
   });
@@ -207,7 +217,7 @@ export function createApp(options: AppOptions): Koa<State> {
   app.use(router.routes());
   app.use(async (ctx) => {
     // Nothing matched: a JSON 405 for a known path, a JSON 404 otherwise (never Koa's plain text).
-    const allowed = ROUTES[ctx.path] ?? (CANCEL_PATH.test(ctx.path) ? ["POST"] : THREAD_PATH.test(ctx.path) ? ["DELETE"] : undefined);
+    const allowed = ROUTES[ctx.path] ?? (CANCEL_PATH.test(ctx.path) ? ["POST"] : THREAD_PATH.test(ctx.path) ? ["GET", "DELETE"] : undefined);
     if (!allowed) throw httpErrors.notFound();
     ctx.set("Allow", allowed.join(", "));
     throw httpErrors.methodNotAllowed();

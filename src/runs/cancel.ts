@@ -4,6 +4,7 @@
 // its own stream; when that replica is gone, its lease is taken over and the cancel is done here.
 import { RunError } from "../../operators/index.js";
 import { isTaskAlreadyTerminal, isTaskNotFound, toRunError } from "../a2a/error-mapping.js";
+import { GatewayError } from "../errors.js";
 import { messageText } from "../i18n/index.js";
 import type { Caller } from "./caller.js";
 import { admission } from "./errors.js";
@@ -18,7 +19,8 @@ export type CancelOutcome = "cancelled" | "already_terminal" | "not_found";
 export interface CancelRequest {
   executionId: string;
   threadId: string;
-  rosInvocationId: string;
+  /** The binding's proof; a trusted caller, or the user who owns the thread, cancels without it. */
+  rosInvocationId?: string;
   /** Absent on a relayed cancel: the replica that relayed it checked the caller. */
   caller?: Caller;
   /** A relayed cancel: the relaying span's W3C traceparent, so the owner's work joins the same trace. */
@@ -48,6 +50,8 @@ async function cancelWhereRunning(deps: RunDeps, request: CancelRequest, span: T
   // Relayed without the caller: the caller was checked here.
   const { caller, ...cancel } = request;
   const { threadId } = cancel;
+  // Who the caller is may stand for the proof: the trusted server, or a user (who may only touch threads it owns).
+  if (caller?.kind === "anonymous" && cancel.rosInvocationId === undefined) throw new GatewayError(400, "INVALID_INPUT", messageText("cancel.idsRequired"));
   // A stranger's thread answers as a thread that does not exist. An owner, once set, never changes: checked once.
   if (caller !== undefined) {
     const record = await deps.threads.read(threadId);
@@ -141,7 +145,7 @@ async function cancelLocked(deps: RunDeps, thread: LockedThread, cancel: CancelR
   if (execution.executionId !== executionId) {
     return record.terminalExecutionIds.includes(executionId) ? "already_terminal" : "not_found";
   }
-  if (execution.rosInvocationId !== rosInvocationId) return "not_found";
+  if (rosInvocationId !== undefined && execution.rosInvocationId !== rosInvocationId) return "not_found";
   if (!deps.live.has(threadId) && !hasPending(record) && execution.taskId === null) return "already_terminal";
   if (execution.taskId !== null) {
     try {
@@ -156,7 +160,9 @@ async function cancelLocked(deps: RunDeps, thread: LockedThread, cancel: CancelR
 
 function isCancelRequest(value: unknown): value is CancelRequest {
   const v = value as Partial<Record<keyof CancelRequest, unknown>> | null;
-  return typeof v === "object" && v !== null && [v.executionId, v.threadId, v.rosInvocationId].every((s) => typeof s === "string" && s !== "");
+  if (typeof v !== "object" || v === null) return false;
+  const nonEmpty = (s: unknown) => typeof s === "string" && s !== "";
+  return nonEmpty(v.executionId) && nonEmpty(v.threadId) && (v.rosInvocationId === undefined || nonEmpty(v.rosInvocationId));
 }
 
 /** The owner's outcome; a cancel that failed there fails here as the upstream failure it was. */

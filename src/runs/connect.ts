@@ -46,10 +46,16 @@ export async function connectTarget(deps: RunDeps, request: ConnectRequest): Pro
   }
   const translate = (english: string, lang?: string) => localize(normalizeLanguage(lang) ?? request.language, english);
   if (hasPending(record)) return { record, interrupts: interruptsOf(record.execution.pending, translate) };
-  const local = deps.live.session(request.threadId)?.ticket;
-  // Another replica's run: the last admitted, while the execution still has a task.
-  const liveRun = local ? { runId: local.request.runId, digest: local.digest } : record.execution.taskId !== null ? record.runDigests.at(-1) : undefined;
-  return { record, interrupts: [], ...(liveRun && { liveRun: { runId: liveRun.runId, digest: liveRun.digest } }) };
+  const liveRun = liveRunOf(deps, record);
+  return { record, interrupts: [], ...(liveRun && { liveRun }) };
+}
+
+/** The run streaming on the thread: ours, or another replica's (the last admitted, while the execution still has a task). */
+export function liveRunOf(deps: RunDeps, record: ThreadRecord): { runId: string; digest: string } | undefined {
+  const local = deps.live.session(record.threadId)?.ticket;
+  if (local) return { runId: local.request.runId, digest: local.digest };
+  const last = record.execution.taskId !== null ? record.runDigests.at(-1) : undefined;
+  return last && { runId: last.runId, digest: last.digest };
 }
 
 /**

@@ -22,7 +22,7 @@ import type { RunDeps, RunServiceOptions } from "./run-context.js";
 import type { RunSession } from "./run-session.js";
 import { ThreadRepository } from "./thread-repository.js";
 import { takeRunSlot, type UserRunLimit } from "./user-runs.js";
-import { listOwnedThreads, type ThreadPage } from "./thread-list.js";
+import { describeThread, listOwnedThreads, type ThreadDetail, type ThreadPage } from "./thread-list.js";
 
 export { runDigest, type RunCandidate } from "./admission.js";
 export { toRunError } from "../a2a/error-mapping.js";
@@ -31,7 +31,7 @@ export type { HistoryOptions } from "./history.js";
 export type { Observation } from "./reattach.js";
 export type { Rejoin } from "./reconnect.js";
 export { connectRun, type ConnectRequest, type ConnectTarget } from "./connect.js";
-export { MAX_THREAD_PAGE, type ThreadPage, type ThreadSummary } from "./thread-list.js";
+export { MAX_THREAD_PAGE, type ThreadDetail, type ThreadPage, type ThreadSummary } from "./thread-list.js";
 export type { RunServiceOptions } from "./run-context.js";
 export type { RunSession, RunTicket } from "./run-session.js";
 
@@ -131,12 +131,17 @@ export class RunService {
     return listOwnedThreads(this.deps, owner, cursor, limit);
   }
 
-  /** The thread's conversation from the kernel's task history; undefined for a thread this gateway does not know. */
+  /** One thread and what its run is doing; undefined for a thread the caller may not use. */
+  thread(caller: Caller, threadId: string): Promise<ThreadDetail | undefined> {
+    return describeThread(this.deps, caller, threadId);
+  }
+
   /** Who may connect to the thread, and what a connect finds there (src/runs/connect.ts). */
   connect(request: ConnectRequest): Promise<ConnectTarget> {
     return connectTarget(this.deps, request);
   }
 
+  /** The thread's conversation from the kernel's task history; undefined for a thread this gateway does not know. */
   async history(threadId: string, options: HistoryOptions): Promise<Message[] | undefined> {
     const record = await this.deps.threads.read(threadId);
     return record && threadHistory(this.deps, record, options);

@@ -1,8 +1,11 @@
-// A user's own threads (GET /threads): most recently active first, a page at a time, with what each is doing now.
-// Read-only: it never changes a record.
+// A user's own threads (GET /threads): most recently active first, a page at a time, with what each is doing now;
+// and one thread (GET /threads/:threadId) with the ids that stop or rejoin its run. Read-only: never changes a record.
 import { activityOf, decodeCursor, encodeCursor } from "../state/owned-threads.js";
 import type { ThreadRecord } from "../state/thread-store.js";
+import type { Caller } from "./caller.js";
+import { liveRunOf } from "./connect.js";
 import type { RunDeps } from "./run-context.js";
+import { mayUse } from "./transitions.js";
 
 export type ThreadStatus = "idle" | "running" | "waiting_for_input";
 
@@ -12,6 +15,14 @@ export interface ThreadSummary {
   lastActiveAt?: string;
   status: ThreadStatus;
   pendingInterrupts: number;
+}
+
+/** One thread, with what a server that did not start its run needs to stop it (the cancel extension) or follow it. */
+export interface ThreadDetail extends ThreadSummary {
+  /** The execution, while it runs or waits for input. */
+  executionId?: string;
+  /** The run streaming now. */
+  runId?: string;
 }
 
 export interface ThreadPage {
@@ -34,6 +45,16 @@ export async function listOwnedThreads(deps: RunDeps, owner: string, cursor: str
     threads: shown.map((record) => summaryOf(deps, record)),
     ...(records.length > limit && last && { nextCursor: encodeCursor(activityOf(last)) }),
   };
+}
+
+/** undefined for a thread the caller may not use, as for one that does not exist. */
+export async function describeThread(deps: RunDeps, caller: Caller, threadId: string): Promise<ThreadDetail | undefined> {
+  const record = await deps.threads.read(threadId);
+  if (!record || !mayUse(caller, record)) return undefined;
+  const summary = summaryOf(deps, record);
+  if (summary.status === "idle") return summary;
+  const live = summary.status === "running" ? liveRunOf(deps, record) : undefined;
+  return { ...summary, executionId: record.execution.executionId, ...(live && { runId: live.runId }) };
 }
 
 function summaryOf(deps: RunDeps, record: ThreadRecord): ThreadSummary {

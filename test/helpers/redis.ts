@@ -40,8 +40,12 @@ process.once("exit", () => {
 export async function startRedis(options: StartRedisOptions = {}): Promise<RedisServer> {
   const port = await freePort();
   let current: { child: ChildProcess; dir: string; exited: Promise<void> } | undefined;
+  // While the server is killed, the port is held by a listener that drops every connection: otherwise another
+  // test file's server could be started on it, and a client waiting for "our" Redis would find that one.
+  let held: net.Server | undefined;
 
   async function launch(): Promise<void> {
+    await release();
     const dir = mkdtempSync(path.join(os.tmpdir(), "agui-redis-"));
     const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning"];
     if (options.requirepass !== undefined) args.push("--requirepass", options.requirepass);
@@ -81,7 +85,7 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
     }
   }
 
-  async function end(signal: NodeJS.Signals): Promise<void> {
+  async function end(signal: NodeJS.Signals, hold: boolean): Promise<void> {
     const server = current;
     current = undefined;
     if (server === undefined) return;
@@ -90,21 +94,44 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
     const timer = setTimeout(() => server.child.kill("SIGKILL"), STOP_TIMEOUT_MS);
     await server.exited;
     clearTimeout(timer);
+    if (hold) held = await holdPort(port);
+  }
+
+  async function release(): Promise<void> {
+    const listener = held;
+    held = undefined;
+    if (listener !== undefined) await new Promise<void>((resolve) => listener.close(() => resolve()));
   }
 
   await launch();
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
-    stop: () => end("SIGTERM"),
-    kill: () => end("SIGKILL"),
+    stop: async () => {
+      await end("SIGTERM", false);
+      await release();
+    },
+    kill: () => end("SIGKILL", true),
     restart: async () => {
-      await end("SIGTERM");
+      await end("SIGTERM", true);
       await launch();
     },
     pause: () => void current?.child.kill("SIGSTOP"),
     resume: () => void current?.child.kill("SIGCONT"),
   };
+}
+
+/**
+ * Listens on the port and closes every connection at once (a refused connection, as far as a client can tell);
+ * undefined when someone took the port in between.
+ */
+async function holdPort(port: number): Promise<net.Server | undefined> {
+  const server = net.createServer((socket) => socket.destroy());
+  server.unref();
+  return new Promise((resolve) => {
+    server.once("error", () => resolve(undefined));
+    server.listen(port, "127.0.0.1", () => resolve(server));
+  });
 }
 
 /** A port nobody listens on right now: bind port 0 on loopback, read it, close. */

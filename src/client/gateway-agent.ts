@@ -1,0 +1,373 @@
+// An @ag-ui/client HttpAgent for this gateway: its runs survive a dropped connection (a network error, a proxy that
+// cuts the stream, a gateway restart) by asking for the rest with Last-Event-ID, and its connect() brings a page
+// with nothing the thread from POST /connect. The subscriber sees one run: no event twice, none missing.
+// Browser and Node 20 (fetch); nothing Node-only is imported.
+import { HttpAgent, enforceOutgoingInput, type BaseEvent, type HttpAgentConfig, type RunAgentInput } from "@ag-ui/client";
+import { createParser } from "eventsource-parser";
+import { Observable, type Subscriber } from "rxjs";
+import { OpenSpans } from "./open-spans.js";
+
+export interface GatewayAgentConfig extends HttpAgentConfig {
+  /** Tries in a row that bring no new event before the run fails (default 8). */
+  maxReconnects?: number;
+  /** The wait before the first retry, doubled for each further one (default 250 ms). */
+  backoffMs?: number;
+  /** The longest wait between two tries (default 5,000 ms). */
+  maxBackoffMs?: number;
+  /** Where POST /connect is (default: `url` with `/connect` appended). */
+  connectUrl?: string;
+}
+
+/** A run (or a connect) that could not be read to its end: the gateway refused it, or every retry failed. */
+export class GatewayStreamError extends Error {
+  override readonly name = "GatewayStreamError";
+  constructor(
+    message: string,
+    /** The gateway's error code (`REPLAY_EXPIRED`, `THREAD_BUSY`, …), or `UNREACHABLE` when no try got an answer. */
+    readonly code: string,
+    /** The HTTP status of the last answer, when there was one. */
+    readonly status?: number,
+  ) {
+    super(message);
+  }
+}
+
+/** What a cancel needs, from the run's `iac-code.session.v1` event. */
+interface SessionIds {
+  executionId: string;
+  threadId: string;
+  rosInvocationId: string;
+}
+
+const TERMINAL = new Set(["RUN_FINISHED", "RUN_ERROR"]);
+
+export class GatewayAgent extends HttpAgent {
+  readonly maxReconnects: number;
+  readonly backoffMs: number;
+  readonly maxBackoffMs: number;
+  readonly connectUrl: string;
+  /** The execution the current run streams, once the gateway has named it (abortRun cancels it). */
+  private session: SessionIds | undefined;
+
+  constructor(config: GatewayAgentConfig) {
+    super(config);
+    this.maxReconnects = config.maxReconnects ?? 8;
+    this.backoffMs = config.backoffMs ?? 250;
+    this.maxBackoffMs = config.maxBackoffMs ?? 5_000;
+    this.connectUrl = config.connectUrl ?? `${config.url.replace(/\/+$/, "")}/connect`;
+  }
+
+  override run(input: RunAgentInput): Observable<BaseEvent> {
+    return this.stream(input, "run");
+  }
+
+  override connect(input: RunAgentInput): Observable<BaseEvent> {
+    return this.stream(input, "connect");
+  }
+
+  override connectAgent(...args: Parameters<HttpAgent["connectAgent"]>): ReturnType<HttpAgent["connectAgent"]> {
+    // As runAgent does for a run: each connect has its own controller, so an earlier abort does not end it.
+    this.abortController = new AbortController();
+    return super.connectAgent(...args);
+  }
+
+  /**
+   * Stops the current run: cancelled through the gateway's cancel extension once the run has named its execution
+   * (the run then ends with the gateway's cancelled outcome), otherwise by dropping the connection.
+   */
+  override abortRun(): void {
+    const session = this.session;
+    if (!session) return super.abortRun();
+    const cancelUrl = `${this.url.replace(/\/+$/, "")}/extensions/iac-code/v1/executions/${encodeURIComponent(session.executionId)}/cancel`;
+    void this.fetch(cancelUrl, {
+      method: "POST",
+      headers: { ...this.headers, "Content-Type": "application/json" },
+      body: JSON.stringify({ threadId: session.threadId, rosInvocationId: session.rosInvocationId }),
+    })
+      .then((response) => {
+        if (!response.ok) super.abortRun();
+      })
+      .catch(() => super.abortRun());
+  }
+
+  override clone(): GatewayAgent {
+    const copy = super.clone() as GatewayAgent;
+    Object.assign(copy, { maxReconnects: this.maxReconnects, backoffMs: this.backoffMs, maxBackoffMs: this.maxBackoffMs, connectUrl: this.connectUrl });
+    copy.session = undefined;
+    return copy;
+  }
+
+  private stream(input: RunAgentInput, kind: "run" | "connect"): Observable<BaseEvent> {
+    return new Observable<BaseEvent>((subscriber) => {
+      this.session = undefined;
+      const transport: Transport = {
+        url: this.url,
+        connectUrl: this.connectUrl,
+        headers: this.headers,
+        fetch: this.fetch,
+        signal: this.abortController.signal,
+        body: (request) => String(this.requestInit(request).body),
+        sessionSeen: (session) => void (this.session = session),
+        retry: { maxReconnects: this.maxReconnects, backoffMs: this.backoffMs, maxBackoffMs: this.maxBackoffMs },
+      };
+      const reader = new ResumableRead(transport, enforceOutgoingInput(input), kind, subscriber);
+      void reader.read().then(
+        () => subscriber.complete(),
+        (error: unknown) => subscriber.error(error),
+      );
+      return () => reader.stop();
+    });
+  }
+}
+
+/** What a read needs of its agent: where to send, with what, and how often to try. */
+interface Transport {
+  url: string;
+  connectUrl: string;
+  headers: Record<string, string>;
+  fetch: GatewayAgent["fetch"];
+  /** The agent's abort (abortRun without a cancel). */
+  signal: AbortSignal;
+  /** The request body, byte for byte what HttpAgent would send. */
+  body(input: RunAgentInput): string;
+  sessionSeen(session: SessionIds): void;
+  retry: { maxReconnects: number; backoffMs: number; maxBackoffMs: number };
+}
+
+
+/**
+ * One run (or connect) read to its terminal event across broken connections. A run reconnects with the id of its
+ * last event; when the gateway no longer keeps what came after it, or for a connect, it connects again and splices
+ * that answer in (its conversation snapshot and the rest of the live run, nothing the subscriber already has).
+ */
+class ResumableRead {
+  private readonly spans = new OpenSpans();
+  /** The id of the last event passed on (a run's own stream), and how many events followed the run's start. */
+  private lastId = "";
+  private afterStart = 0;
+  private startedRunId: string | undefined;
+  /** Whether the first event after the start was a connect's snapshot (a connect's live part follows it). */
+  private snapshotPassed = false;
+  private stopped = false;
+  private done = false;
+  private readonly local = new AbortController();
+
+  constructor(
+    private readonly transport: Transport,
+    private readonly input: RunAgentInput,
+    readonly kind: "run" | "connect",
+    private readonly subscriber: Subscriber<BaseEvent>,
+  ) {}
+
+  stop(): void {
+    this.stopped = true;
+    this.local.abort();
+  }
+
+  async read(): Promise<void> {
+    const runBody = this.transport.body(this.input);
+    // A run keeps its own stream while the gateway keeps its events; after that (and for a connect) it connects.
+    let mode: "run" | "connect" = this.kind;
+    let failures = 0;
+    let lastError: GatewayStreamError | undefined;
+    for (let attempt = 0; !this.done; attempt++) {
+      if (this.stopped) return;
+      if (failures > this.transport.retry.maxReconnects) {
+        throw lastError ?? new GatewayStreamError("the run's stream broke and could not be resumed", "UNREACHABLE");
+      }
+      if (failures > 0) await this.wait(Math.min(this.transport.retry.backoffMs * 2 ** (failures - 1), this.transport.retry.maxBackoffMs));
+      if (this.stopped) return;
+      const before = this.afterStart + (this.startedRunId === undefined ? 0 : 1);
+      try {
+        const response = mode === "run" ? await this.post(this.transport.url, runBody, attempt > 0 ? this.lastId || `${this.input.runId}:0` : undefined) : await this.post(this.transport.connectUrl, this.connectBody());
+        if (!response.ok) {
+          const refusal = await refusalOf(response);
+          // The events after our last one are gone (or the run stopped when we left): the thread as it is now.
+          if (mode === "run" && refusal.code === "REPLAY_EXPIRED") {
+            mode = "connect";
+            failures = 0;
+            continue;
+          }
+          // A first request that never arrived: the gateway does not know the run, so it is sent again as new.
+          if (mode === "run" && refusal.code === "INVALID_LAST_EVENT_ID" && this.lastId === "" && attempt > 0) {
+            attempt = -1;
+            failures++;
+            continue;
+          }
+          if (response.status < 500 || attempt === 0) throw refusal;
+          lastError = refusal;
+          failures++;
+          continue;
+        }
+        await this.consume(response, mode === "connect" ? new ConnectSplice(this) : undefined);
+      } catch (error) {
+        if (error instanceof GatewayStreamError) throw error;
+        if (this.stopped) return;
+        // Our own abort (abortRun without a cancel): the run ends as HttpAgent's does.
+        if (this.transport.signal.aborted) throw error;
+        lastError = new GatewayStreamError(`the stream broke: ${error instanceof Error ? error.message : String(error)}`, "UNREACHABLE");
+      }
+      if (this.done) return;
+      // A try that brought something new starts the count again (and the next one at once).
+      failures = this.afterStart + (this.startedRunId === undefined ? 0 : 1) > before ? 0 : failures + 1;
+    }
+  }
+
+  /** A fresh connect body: the run's input under a new run id (the connect's own, never passed on). */
+  private connectBody(): string {
+    return this.transport.body({ ...this.input, runId: `${this.input.runId}.connect.${randomSuffix()}` });
+  }
+
+  private post(url: string, body: string, lastEventId?: string): Promise<Response> {
+    const headers: Record<string, string> = { ...this.transport.headers, "Content-Type": "application/json", Accept: "text/event-stream" };
+    if (lastEventId !== undefined) headers["Last-Event-ID"] = lastEventId;
+    const signal = AbortSignal.any([this.transport.signal, this.local.signal]);
+    return this.transport.fetch(url, { method: "POST", headers, body, signal });
+  }
+
+  private async consume(response: Response, splice: ConnectSplice | undefined): Promise<void> {
+    if (!response.body) throw new Error("the answer has no body");
+    let failure: unknown;
+    const parser = createParser({
+      onEvent: (record) => {
+        if (this.done || failure !== undefined) return;
+        try {
+          const event = JSON.parse(record.data) as BaseEvent;
+          if (splice) splice.next(event);
+          else this.own(event, record.id);
+        } catch (error) {
+          failure = error;
+        }
+      },
+    });
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    try {
+      for (let chunk = await reader.read(); !chunk.done && !this.done; chunk = await reader.read()) {
+        parser.feed(chunk.value);
+        if (failure !== undefined) throw new GatewayStreamError(`the gateway sent an event that is not JSON: ${String(failure)}`, "INVALID_EVENT");
+      }
+    } finally {
+      void reader.cancel().catch(() => {});
+    }
+  }
+
+  /** An event of the run's own stream (first or resumed). */
+  private own(event: BaseEvent, id: string | undefined): void {
+    if (id !== undefined) {
+      if (this.lastId !== "" && !isAfter(id, this.lastId)) return; // a replay never repeats, but a proxy might
+      this.lastId = id;
+    }
+    this.pass(event);
+  }
+
+  /** @internal passes an event on, keeping what a later splice needs. */
+  pass(event: BaseEvent): void {
+    if (event.type === "RUN_STARTED") this.startedRunId = (event as { runId?: string }).runId;
+    else if (this.afterStart++ === 0 && event.type === "MESSAGES_SNAPSHOT") this.snapshotPassed = true;
+    this.spans.see(event);
+    this.noteSession(event);
+    this.subscriber.next(event);
+    if (TERMINAL.has(event.type)) this.done = true;
+  }
+
+  /** @internal for a splice. */
+  get state() {
+    return { afterStart: this.afterStart, startedRunId: this.startedRunId, snapshotPassed: this.snapshotPassed, spans: this.spans, threadId: this.input.threadId };
+  }
+
+  private noteSession(event: BaseEvent): void {
+    const custom = event as { type: string; name?: string; value?: Partial<SessionIds> };
+    if (custom.type !== "CUSTOM" || custom.name !== "iac-code.session.v1" || typeof custom.value !== "object" || custom.value === null) return;
+    const { executionId, rosInvocationId } = custom.value;
+    if (typeof executionId === "string" && typeof rosInvocationId === "string") {
+      this.transport.sessionSeen({ executionId, rosInvocationId, threadId: this.input.threadId });
+    }
+  }
+
+  private wait(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.local.signal.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
+    });
+  }
+}
+
+/**
+ * A connect's answer spliced into what the subscriber already has. The answer is RUN_STARTED, MESSAGES_SNAPSHOT, then
+ * the live run from its first event, or a terminal event. Into a run (or connect) already under way it brings only
+ * what is new: the live events after those already passed on, under the run id the subscriber's run started with; or,
+ * when the run ended while we were away, its open spans closed, the conversation as it is now and the terminal event.
+ */
+class ConnectSplice {
+  private index = 0;
+  /** Events of the answer's live part that the subscriber already has. */
+  private skip: number;
+  private snapshot: BaseEvent | undefined;
+  private readonly resumed: boolean;
+  /** Whether the subscriber's conversation is already the one this answer's snapshot shows (nothing passed since). */
+  private readonly current: boolean;
+
+  constructor(private readonly read: ResumableRead) {
+    const { afterStart, startedRunId, snapshotPassed } = read.state;
+    this.resumed = startedRunId !== undefined;
+    this.skip = afterStart - (snapshotPassed ? 1 : 0);
+    this.current = snapshotPassed && this.skip === 0;
+  }
+
+  next(event: BaseEvent): void {
+    const index = this.index++;
+    if (!this.resumed) return this.read.pass(event);
+    const { startedRunId, spans, threadId, snapshotPassed } = this.read.state;
+    if (index === 0 && event.type === "RUN_STARTED") return;
+    if (index === 1 && event.type === "MESSAGES_SNAPSHOT") {
+      // A connect cut before its snapshot arrived still owes it to the subscriber.
+      if (this.read.kind === "connect" && !snapshotPassed) this.read.pass(event);
+      else this.snapshot = event;
+      return;
+    }
+    const relabelled = relabel(event, startedRunId!, threadId);
+    if (index === 2 && TERMINAL.has(event.type)) {
+      for (const closing of spans.closing()) this.read.pass(closing);
+      if (this.snapshot && !this.current) this.read.pass(this.snapshot);
+      return this.read.pass(relabelled);
+    }
+    if (this.skip > 0) {
+      this.skip--;
+      return;
+    }
+    this.read.pass(relabelled);
+  }
+}
+
+function relabel(event: BaseEvent, runId: string, threadId: string): BaseEvent {
+  const labelled = event as BaseEvent & { runId?: string; threadId?: string };
+  if (labelled.runId === undefined) return event;
+  return { ...labelled, runId, ...(labelled.threadId !== undefined && { threadId }) } as BaseEvent;
+}
+
+/** Event ids are `<run>:<seq>`: whether `id` comes after `last` in the same run. */
+function isAfter(id: string, last: string): boolean {
+  const cut = id.lastIndexOf(":");
+  const lastCut = last.lastIndexOf(":");
+  if (id.slice(0, cut) !== last.slice(0, lastCut)) return true;
+  return Number(id.slice(cut + 1)) > Number(last.slice(lastCut + 1));
+}
+
+async function refusalOf(response: Response): Promise<GatewayStreamError> {
+  const text = await response.text().catch(() => "");
+  let code = `HTTP_${response.status}`;
+  let message = text.slice(0, 500) || response.statusText;
+  try {
+    const envelope = JSON.parse(text) as { error?: { code?: unknown; message?: unknown }; code?: unknown; message?: unknown };
+    const error = envelope.error ?? envelope;
+    if (typeof error.code === "string") code = error.code;
+    if (typeof error.message === "string") message = error.message;
+  } catch {
+    // not the gateway's JSON envelope (a proxy's page): the status and the text say it
+  }
+  return new GatewayStreamError(`HTTP ${response.status}: ${message}`, code, response.status);
+}
+
+function randomSuffix(): string {
+  return globalThis.crypto.randomUUID().slice(0, 8);
+}
