@@ -22,7 +22,7 @@ async function main(): Promise<void> {
   await mkdir(path.join(root, "ws"));
   const child = spawn(
     process.execPath,
-    ["--max-semi-space-size=8", "--heap-growing-percent=20", path.join(REPO, "dist", "src", "cli.js"), "--demo", "--port", "0", "--state-dir", path.join(root, "state")],
+    ["--max-semi-space-size=2", "--heap-growing-percent=20", path.join(REPO, "dist", "src", "cli.js"), "--demo", "--port", "0", "--state-dir", path.join(root, "state")],
     { cwd: root, stdio: ["ignore", "pipe", "ignore"] },
   );
   const url = await new Promise<string>((resolve) => {
