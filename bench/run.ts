@@ -1,8 +1,9 @@
 // `npm run bench` (full) / `npm run bench -- --quick` (under 5 minutes on 2 cores): every figure is a ratio
 // or a distribution measured in this run against a baseline measured in this run. Servers run in child
 // processes (upstream, relays, gateway) and the measuring client runs here. Writes bench/results.json.
-// Flags: --quick, --profile (cpu profile of the throughput gateway, top self-time functions printed),
-// --only=key,key (run some scenarios: throughput,latency,admission,python,state,pipeline,slow,idle,tracing,replay,redis-replay),
+// Flags: --quick, --profile (cpu profile of the throughput and many-streams gateways, top self-time functions printed),
+// --only=key,key (run some scenarios: throughput,latency,admission,python,state,pipeline,slow,idle,tracing,replay,redis-replay,many),
+// --many-counts=N,N (the concurrencies of the many-streams scenario, `many`; default 1000,5000),
 // --idle-count=N (fewer idle streams, for a quick look), --gateway-dist=DIR (bench a compiled tree other than dist/, e.g. a patched copy, for an A/B comparison),
 // --compare-dist=DIR (throughput also times the gateway built in DIR, e.g. an older commit's, in the same rotation: compareRatio).
 import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
@@ -17,6 +18,7 @@ import { startGatewaySystem, startRelaySystem, type System } from "./lib/systems
 import { admission, admissionFileVsRedis } from "./scenarios/admission.js";
 import { IDLE_TARGET, idleStreams } from "./scenarios/idle.js";
 import { latency } from "./scenarios/latency.js";
+import { manyStreams, manyStreamsFits } from "./scenarios/many-streams.js";
 import { pipeline } from "./scenarios/pipeline.js";
 import { pythonReference } from "./scenarios/python-ref.js";
 import { slowReader } from "./scenarios/slow-reader.js";
@@ -33,8 +35,10 @@ const only = argv.find((a) => a.startsWith("--only="))?.slice(7).split(",");
 const gatewayDist = argv.find((a) => a.startsWith("--gateway-dist="))?.slice(15);
 const compareDist = argv.find((a) => a.startsWith("--compare-dist="))?.slice(15);
 const idleCount = Number(argv.find((a) => a.startsWith("--idle-count="))?.slice(13) ?? IDLE_TARGET);
+const manyCounts = (argv.find((a) => a.startsWith("--many-counts="))?.slice(14) ?? "1000,5000").split(",").map(Number);
 const wants = (name: string) => !only || only.includes(name);
 
+const MANY_TARGET = "ratio ≥ 0.9, p99AddedMs ≤ 5, fairness ≥ 0.5";
 const TARGETS = {
   floorRatio: "≥ 0.7",
   relayRatio: "reported",
@@ -54,6 +58,8 @@ const TARGETS = {
   reconnectFirstEventMs: "reported (p50, p99)",
   redisRunRatio: "reported (events/s, Redis ÷ file store)",
   redisReconnectMs: "reported (p50, p99, on another replica)",
+  manyStreams: MANY_TARGET,
+  manyStreams5k: MANY_TARGET,
 } as const;
 type Key = keyof typeof TARGETS;
 
@@ -77,6 +83,11 @@ function passes(key: Key, value: unknown): boolean | undefined {
       return (value as number) >= 10;
     case "replayCostRatio":
       return (value as number) >= 0.95;
+    case "manyStreams":
+    case "manyStreams5k": {
+      const v = value as { ratio: number; p99AddedMs: number; fairness: number };
+      return v.ratio >= 0.9 && v.p99AddedMs <= 5 && v.fairness >= 0.5;
+    }
     case "admissionRedisMedianMs":
       return typeof results.admissionMedianMs === "number" && (value as number) <= results.admissionMedianMs + 2;
     default:
@@ -288,6 +299,31 @@ async function main(): Promise<void> {
         details.slowReader = r.detail;
         await stopAll();
       });
+    }
+    if (wants("many")) {
+      for (const count of manyCounts) {
+        const key = count === 1000 ? "manyStreams" : count === 5000 ? "manyStreams5k" : undefined;
+        if (!manyStreamsFits(count)) {
+          log(`  many streams: ${count} needs ${2 * count + 128} descriptors in the floor relay, over the hard limit; skipped`);
+          details[`manyStreams${count}`] = { skipped: "file-descriptor hard limit" };
+          continue;
+        }
+        await scenario(`many streams (${count.toLocaleString("en")})`, async () => {
+          const floor = await startRelaySystem(ctx, "floor");
+          running.push(floor);
+          if (profile) await mkdir(profileDir, { recursive: true });
+          const gateway = await startGatewaySystem(ctx, "gateway", {
+            stateDir: await ctx.scratch(`many-${count}-state`),
+            ...(profile && { execArgv: ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] }),
+          });
+          running.push(gateway);
+          const r = await manyStreams(ctx, { floor, gateway }, count);
+          if (key) results[key] = r.figure;
+          details[`manyStreams${count}`] = { figure: r.figure, ...r.detail };
+          await stopAll();
+          if (profile) await reportProfile(profileDir, gateway.child!.pid);
+        });
+      }
     }
     if (wants("idle")) {
       await scenario("idle streams", async () => {

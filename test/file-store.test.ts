@@ -88,6 +88,22 @@ describe("FileThreadStore round trip and layout", () => {
     expect((await fsp.stat(path.join(threadsDir(), "thread-1.json"))).mode & 0o777).toBe(0o600);
   });
 
+  it("makes its directories once, and again when they were removed under it", async () => {
+    const calls: string[] = [];
+    const store = newStore({
+      mkdir: ((p: string, o: Parameters<typeof fsp.mkdir>[1]) => (calls.push("mkdir"), fsp.mkdir(p, o))) as FsLayer["mkdir"],
+      chmod: ((p: string, m: number) => (calls.push("chmod"), fsp.chmod(p, m))) as FsLayer["chmod"],
+    });
+    await store.save(record("thread-1"));
+    await store.save(record("thread-2"));
+    expect(calls).toEqual(["mkdir", "chmod", "chmod"]);
+    await fsp.rm(path.join(dir, "state"), { recursive: true });
+    await store.save(record("thread-3"));
+    expect(calls).toEqual(["mkdir", "chmod", "chmod", "mkdir", "chmod", "chmod"]);
+    expect(await store.load("thread-3")).toEqual(record("thread-3"));
+    expect((await fsp.stat(threadsDir())).mode & 0o777).toBe(0o700);
+  });
+
   it("creates fresh directories 0700", async () => {
     await newStore().save(record());
     expect((await fsp.stat(path.join(dir, "state"))).mode & 0o777).toBe(0o700);

@@ -7,6 +7,9 @@ import { spawnChild, type ChildHandle } from "./children.js";
 import { rpcBody, runAgentInput } from "./client.js";
 import { contextIdFor, type BenchContext } from "./context.js";
 
+/** BENCH_GATEWAY_NODE_FLAGS: node flags added after the CLI's own (which they override), to compare V8 settings. */
+const EXTRA_NODE_FLAGS = (process.env.BENCH_GATEWAY_NODE_FLAGS ?? "").split(/\s+/).filter(Boolean);
+
 export interface System {
   name: string;
   url: string;
@@ -45,7 +48,7 @@ export async function startGatewaySystem(
     ...(options.reconnectGraceSeconds !== undefined && { reconnectGraceSeconds: options.reconnectGraceSeconds }),
     ...(options.replay !== undefined && { replay: options.replay }),
   };
-  const child = await spawnChild<{ url: string; port: number }>(name, "gateway.ts", { args, execArgv: [...CLI_NODE_FLAGS, ...(options.execArgv ?? [])] });
+  const child = await spawnChild<{ url: string; port: number }>(name, "gateway.ts", { args, execArgv: [...CLI_NODE_FLAGS, ...EXTRA_NODE_FLAGS, ...(options.execArgv ?? [])] });
   return gatewayLike(ctx, name, child.ready.url, child, () => child.stop());
 }
 

@@ -13,6 +13,11 @@ export type UpstreamMode =
   /** The first `frames` frames of the burst turn, then nothing until the client goes: a run mid-stream. */
   | { mode: "hold"; frames: number }
   | { mode: "trivial" }
+  /**
+   * A realistic turn (thinking, text deltas, tool calls, usage) paced at `perSecond` frames a second, each
+   * answer text delta stamped with its send time: one of many live streams.
+   */
+  | { mode: "live"; frames: number; perSecond: number }
   | { mode: "flood"; bytes: number };
 
 export function benchPrompt(mode: UpstreamMode): string {
@@ -133,6 +138,7 @@ export async function startBenchUpstream(options: { port?: number; http2?: boole
     else if (mode.mode === "paced") await paced(res, ex.contextId, mode.frames, mode.intervalMs ?? 1);
     else if (mode.mode === "trivial") await writeAll(res, renderTurn({ frames: 6, contextId: ex.contextId }).body);
     else if (mode.mode === "park") await park(res, ex.contextId);
+    else if (mode.mode === "live") await live(res, ex.contextId, mode.frames, mode.perSecond);
     else if (mode.mode === "hold") await hold(res, ex.contextId, mode.frames);
     else await floodBody(res, ex.contextId, mode.bytes);
     counters.served++;
@@ -152,6 +158,64 @@ export async function startBenchUpstream(options: { port?: number; http2?: boole
     counters.parked++;
     if (!res.destroyed) await new Promise<void>((resolve) => res.once("close", () => resolve()));
     counters.parked--;
+  }
+
+  // Every live stream is written from one ticker, so a thousand of them cost one timer, not a thousand.
+  const lives = new Set<LiveStream>();
+  let ticker: NodeJS.Timeout | undefined;
+  const tick = () => {
+    const now = performance.now();
+    for (const stream of lives) stream.pump(now);
+    if (lives.size === 0 && ticker) {
+      clearInterval(ticker);
+      ticker = undefined;
+    }
+  };
+
+  function live(res: ServerResponse, contextId: string, frames: number, perSecond: number): Promise<void> {
+    const taskId = "task-bench-1";
+    const turn = turnResults({ frames, contextId, taskId, textPerCall: 30, thinkingPerCall: 5, end: false });
+    const started = performance.now();
+    let sent = 0;
+    let waiting = false;
+    return new Promise<void>((resolve) => {
+      const finish = () => {
+        lives.delete(stream);
+        resolve();
+      };
+      const stream: LiveStream = {
+        pump: (now) => {
+          if (waiting) return;
+          if (res.destroyed) {
+            finish();
+            return;
+          }
+          const due = Math.min(frames, Math.floor(((now - started) * perSecond) / 1000) + 1);
+          let out = "";
+          while (sent < due) {
+            sent++;
+            const next = turn.next();
+            if (next.done) {
+              sent = frames;
+              break;
+            }
+            out += sseRecord(stampAnswer(next.value, `${taskId}-message`));
+          }
+          if (sent >= frames) out += sseRecord(endOfTurn(taskId, contextId));
+          if (out !== "" && !res.write(out)) {
+            waiting = true;
+            void drained(res).then((ok) => {
+              waiting = false;
+              if (!ok) finish();
+            });
+          }
+          if (sent >= frames) finish();
+        },
+      };
+      lives.add(stream);
+      stream.pump(started);
+      ticker ??= setInterval(tick, 10);
+    });
   }
 
   async function floodBody(res: ServerResponse, contextId: string, offered: number): Promise<void> {
@@ -210,6 +274,18 @@ export async function startBenchUpstream(options: { port?: number; http2?: boole
     },
     close: () => listener.close(),
   };
+}
+
+interface LiveStream {
+  pump(now: number): void;
+}
+
+/** An answer text delta of a live turn gets its send time in front of its text (readStamps finds it). */
+function stampAnswer(result: Record<string, unknown>, messageId: string): Record<string, unknown> {
+  const message = (result as { statusUpdate?: { status?: { message?: { messageId?: string; parts?: Array<{ text?: string }> } } } }).statusUpdate?.status?.message;
+  const part = message?.messageId === messageId ? message.parts?.[0] : undefined;
+  if (part && typeof part.text === "string") part.text = stampText(wallClockMs()) + part.text;
+  return result;
 }
 
 /** Writes the body in slices, waiting for 'drain' whenever the socket is full. */

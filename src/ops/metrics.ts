@@ -14,8 +14,10 @@ export interface GatewayMetrics {
   upstreamLatency: Histogram<"method">;
   /** Seconds per durable thread-state write; result: ok | error. */
   stateWriteLatency: Histogram<"result">;
-  /** Pending interrupts held by loaded threads. */
+  /** Pending interrupts held by loaded threads: counted when scraped, through `countInterruptsPending`. */
   interruptsPending: Gauge;
+  /** Set by the run service: what interruptsPending reports (a walk over the loaded threads, so only per scrape). */
+  countInterruptsPending?: () => number;
   /** Self-check failures on outgoing streams; kind: schema | order. */
   validationViolations: Counter<"kind">;
   /** Top-level forwardedProps keys besides iacCode, ignored (apps share `properties` among agents). */
@@ -74,6 +76,10 @@ export function createMetrics(): GatewayMetrics {
       name: `${PREFIX}interrupts_pending`,
       help: "Pending interrupts held by threads loaded in memory.",
       registers,
+      collect() {
+        const count = metrics.countInterruptsPending?.();
+        if (count !== undefined) this.set(count);
+      },
     }),
     validationViolations: new Counter({
       name: `${PREFIX}validation_violations_total`,

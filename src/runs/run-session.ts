@@ -370,12 +370,7 @@ export class RunSession {
     traceRun(ticket, this.known, terminal);
     deps.settings.onActivity?.();
     const metrics = deps.settings.metrics;
-    if (metrics) {
-      let pending = 0;
-      for (const record of deps.threads.loadedRecords()) pending += Object.keys(record.execution.pending).length;
-      metrics.interruptsPending.set(pending);
-      recordRun(metrics, terminal as Parameters<typeof recordRun>[1]);
-    }
+    if (metrics) recordRun(metrics, terminal as Parameters<typeof recordRun>[1]);
   }
 }
 

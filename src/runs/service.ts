@@ -60,6 +60,9 @@ export class RunService {
         orphanGraceMs: options.orphanGraceMs ?? 0,
       },
     };
+    // Counted when scraped, not at every run's end: a walk over every loaded thread per run grows with the square of
+    // the runs at once.
+    if (options.metrics) options.metrics.countInterruptsPending = () => this.pendingInterruptCount;
     options.relay?.onRequest("cancel", (payload) => answerRelayedCancel(this.deps, payload));
     // A resume on another replica asks whether we still run (our kernel may hold its parked task).
     options.relay?.onRequest("ping", async () => ({ alive: true }));
