@@ -392,7 +392,8 @@ class ConnectSplice {
       return;
     }
     const relabelled = relabel(event, startedRunId!, threadId);
-    if (index === 2 && TERMINAL.has(event.type)) {
+    // The run ended while we were away (its conversation with it, or without when the gateway could not have it).
+    if ((index === 1 || index === 2) && TERMINAL.has(event.type)) {
       for (const closing of spans.closing()) this.read.pass(closing);
       if (this.snapshot && !this.current) this.read.pass(this.snapshot);
       return this.read.pass(relabelled);

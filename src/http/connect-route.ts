@@ -26,10 +26,15 @@ export async function connectThread(options: AppOptions, ctx: Context, body: Rec
   // conversation as the kernel has it so far, and follows the live run through the observer route.
   const proto = acceptsProto(ctx.get("Accept"));
   let live = target.liveRun && !proto ? await liveRun(options, threadId, target.liveRun) : undefined;
-  // A run nobody streams (a stopped gateway left it; the kernel goes on with it) is taken up and followed to its end.
+  // A run nobody streams (a stopped gateway left it; the kernel goes on with it) is taken up and followed to its end;
+  // by another connect, maybe, in the meantime: then that one's run is followed.
   if (target.liveRun && !live && !proto) {
     const adopted = await options.runs.adopt({ threadId, runId, language: lang, caller, span });
     if (adopted) live = { untilEnd: (target) => startRunFeed(options, adopted).own(target, 0) };
+    else {
+      const now = (await options.runs.connect({ threadId, caller, language: lang, ...(input.rosInvocationId !== undefined && { rosInvocationId: input.rosInvocationId }) })).liveRun;
+      if (now?.takenUp) live = await liveRun(options, threadId, now);
+    }
   }
   const liveTaskId = live && "fromFirst" in live ? (target.record.execution.taskId ?? undefined) : undefined;
   span.set({ "agui.connect.live_run": live !== undefined, "agui.connect.interrupts": target.interrupts.length });
@@ -120,13 +125,14 @@ type LiveRun = { fromFirst(target: RecordTarget): void } | { untilEnd(target: Re
  * over while it waits in its reconnect grace) or the shared store's copy; or, when this replica's feed no longer
  * keeps the first events, from now to its end; undefined when neither can be had.
  */
-async function liveRun(options: AppOptions, threadId: string, run: { runId: string; digest: string }): Promise<LiveRun | undefined> {
+async function liveRun(options: AppOptions, threadId: string, run: { runId: string; digest: string; takenUp?: boolean }): Promise<LiveRun | undefined> {
   const key = eventIdKey(run.runId);
   const feed = options.feeds.get(threadId, key, run.digest);
   if (feed) {
     const from = "records" in feed.log.after(0) ? 0 : feed.log.lastSeq;
     const take = (target: RecordTarget) => (feed.detached ? feed.own(target, from) : feed.follow(target, from));
-    return from === 0 ? { fromFirst: take } : { untilEnd: take };
+    // A run taken up after a restart began where the kernel was: its events alone would not show what came before.
+    return from === 0 && !run.takenUp ? { fromFirst: take } : { untilEnd: take };
   }
   const shared = await options.feeds.fromShared(threadId, key, run.digest, 0);
   return shared && "follow" in shared ? { fromFirst: (target) => shared.follow(target) } : undefined;
@@ -168,14 +174,17 @@ class RunEnd implements RecordTarget {
   end(): void {
     const terminal = [...this.last.matchAll(/^data: (.*)$/gm)].map(([, data]) => data!).at(-1);
     void this.conversation().then(
-      (messages) => {
-        this.connected.event({ type: EventType.MESSAGES_SNAPSHOT, messages, timestamp: Date.now() });
-        const ended = terminal !== undefined && /^\{"type":"RUN_(FINISHED|ERROR)"/.test(terminal);
-        if (ended) this.connected.write(`data: ${terminal}\n\n`);
-        else this.connected.event({ type: EventType.RUN_FINISHED, threadId: this.connected.threadId, runId: this.connected.runId, timestamp: Date.now(), outcome: { type: "success" } });
-        this.connected.end();
-      },
-      () => this.connected.end(),
+      (messages) => this.finish(terminal, messages),
+      // The kernel cannot say what the conversation is now (it went away, say): the run's end all the same.
+      () => this.finish(terminal, undefined),
     );
+  }
+
+  private finish(terminal: string | undefined, messages: Message[] | undefined): void {
+    if (messages) this.connected.event({ type: EventType.MESSAGES_SNAPSHOT, messages, timestamp: Date.now() });
+    const ended = terminal !== undefined && /^\{"type":"RUN_(FINISHED|ERROR)"/.test(terminal);
+    if (ended) this.connected.write(`data: ${terminal}\n\n`);
+    else this.connected.event({ type: EventType.RUN_FINISHED, threadId: this.connected.threadId, runId: this.connected.runId, timestamp: Date.now(), outcome: { type: "success" } });
+    this.connected.end();
   }
 }

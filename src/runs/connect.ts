@@ -22,8 +22,12 @@ export interface ConnectRequest {
 /** The thread as a connect finds it. */
 export interface ConnectTarget {
   record: ThreadRecord;
-  /** The run streaming on the thread now, on this replica or another (its events may be kept for a reconnect), and its request's digest. */
-  liveRun?: { runId: string; digest: string };
+  /**
+   * The run streaming on the thread now, on this replica or another (its events may be kept for a reconnect), and its
+   * request's digest; `takenUp`: a run this replica took up after a restart (src/runs/adopt.ts), whose events began
+   * where the kernel was then.
+   */
+  liveRun?: { runId: string; digest: string; takenUp?: boolean };
   /** The interrupts waiting for an answer (none while a run streams). */
   interrupts: Interrupt[];
 }
@@ -51,9 +55,9 @@ export async function connectTarget(deps: RunDeps, request: ConnectRequest): Pro
 }
 
 /** The run streaming on the thread: ours, or another replica's (the last admitted, while the execution still has a task). */
-export function liveRunOf(deps: RunDeps, record: ThreadRecord): { runId: string; digest: string } | undefined {
+export function liveRunOf(deps: RunDeps, record: ThreadRecord): { runId: string; digest: string; takenUp?: boolean } | undefined {
   const local = deps.live.session(record.threadId)?.ticket;
-  if (local) return { runId: local.request.runId, digest: local.digest };
+  if (local) return { runId: local.request.runId, digest: local.digest, ...(local.kind === "adopt" && { takenUp: true }) };
   const last = record.execution.taskId !== null ? record.runDigests.at(-1) : undefined;
   return last && { runId: last.runId, digest: last.digest };
 }
