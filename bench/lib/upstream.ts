@@ -348,3 +348,17 @@ function parseExchange(body: string): Exchange {
     mode,
   };
 }
+
+/**
+ * An SSE text handler that reads the upstream's send stamps from whole records and reports each one's latency: the
+ * stamp of a record split across two chunks is read when its second half arrives.
+ */
+export function latencyReader(onLatency: (ms: number) => void): (text: string, receivedAt: number) => void {
+  let carry = "";
+  return (text, receivedAt) => {
+    const joined = carry + text;
+    const cut = joined.lastIndexOf("\n\n");
+    carry = cut >= 0 ? joined.slice(cut + 2) : joined;
+    if (cut >= 0) readStamps(joined.slice(0, cut + 2), (sentAt) => onLatency(receivedAt - sentAt));
+  };
+}

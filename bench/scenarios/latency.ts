@@ -5,21 +5,14 @@ import { readSse } from "../lib/client.js";
 import type { BenchContext } from "../lib/context.js";
 import { quantile, round } from "../lib/stats.js";
 import type { System } from "../lib/systems.js";
-import { benchPrompt, readStamps } from "../lib/upstream.js";
+import { benchPrompt, latencyReader } from "../lib/upstream.js";
 
 async function latencies(system: System, frames: number, agent: Agent): Promise<number[]> {
   const { body } = await system.request(benchPrompt({ mode: "paced", frames, intervalMs: 1 }));
   const samples: number[] = [];
-  // The stamp of an event split across two chunks is read when its second half arrives.
-  let carry = "";
   const result = await readSse(system.url, body, {
     agent,
-    onText: (text, receivedAt) => {
-      const joined = carry + text;
-      const cut = joined.lastIndexOf("\n\n");
-      carry = cut >= 0 ? joined.slice(cut + 2) : joined;
-      readStamps(cut >= 0 ? joined.slice(0, cut + 2) : "", (sentAt) => samples.push(receivedAt - sentAt));
-    },
+    onText: latencyReader((ms) => samples.push(ms)),
   });
   if (result.status !== 200) throw new Error(`${system.name}: HTTP ${result.status}`);
   if (samples.length < frames * 0.99) throw new Error(`${system.name}: only ${samples.length} of ${frames} stamped events arrived`);

@@ -10,7 +10,7 @@ import { readSse } from "../lib/client.js";
 import type { BenchContext } from "../lib/context.js";
 import { MB, median, quantile, round, sleep } from "../lib/stats.js";
 import type { System } from "../lib/systems.js";
-import { benchPrompt, readStamps } from "../lib/upstream.js";
+import { benchPrompt, latencyReader } from "../lib/upstream.js";
 import { hardFdLimit } from "./idle.js";
 
 /** Frames a second per stream: about 3.3 KB/s of kernel SSE (a frame is ~330 bytes). */
@@ -39,15 +39,9 @@ interface Pass {
 async function readLive(system: System, frames: number, agent: Agent): Promise<StreamRun> {
   const { body } = await system.request(benchPrompt({ mode: "live", frames, perSecond: MANY_FRAMES_PER_SEC }));
   const latencies: number[] = [];
-  let carry = "";
   const result = await readSse(system.url, body, {
     agent,
-    onText: (text, receivedAt) => {
-      const joined = carry + text;
-      const cut = joined.lastIndexOf("\n\n");
-      carry = cut >= 0 ? joined.slice(cut + 2) : joined;
-      if (cut >= 0) readStamps(joined.slice(0, cut + 2), (sentAt) => latencies.push(receivedAt - sentAt));
-    },
+    onText: latencyReader((ms) => latencies.push(ms)),
   });
   if (result.status !== 200) throw new Error(`${system.name}: HTTP ${result.status}`);
   const isRelay = system.name.endsWith("relay");
