@@ -9,7 +9,7 @@ import type { RunAgentInput } from "@ag-ui/client";
 import { EventSchema } from "@ag-ui/core/schemas";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createDemoScript, demoSessionId, startScriptedA2AServer, type ScriptedA2AServer } from "../src/demo/index.js";
-import { ensureCliBuilt, startCli, type CliGateway } from "./helpers/durable.js";
+import { ensureCliBuilt, startCliOnState, type CliGateway } from "./helpers/durable.js";
 import { openSse, promptOf, runInput, slowTurn, waitFor, type WireEvent } from "./helpers/e2e.js";
 
 const LONG = "write a long text";
@@ -22,7 +22,7 @@ let current: CliGateway | undefined;
 let grace = ["--reconnect-grace", "30"];
 
 const start = async () => {
-  current = await startCli(["--a2a-url", upstream.url, "--port", "0", "--state-dir", path.join(root, "state"), ...grace], { IAC_CODE_AGUI_ALLOWED_CWDS: root });
+  current = await startCliOnState(upstream.url, root, grace);
   return current;
 };
 const url = (p = "") => new URL(p, current!.url).toString();
@@ -158,7 +158,7 @@ describe("adoption of a SIGKILLed gateway's run: races and edges", () => {
     await new Promise((r) => setTimeout(r, 300));
     const deleted = await fetch(url(`threads/${input.threadId}`), { method: "DELETE" });
     expect(deleted.status).toBeLessThan(300);
-    const events = await Promise.race([c.rest(), new Promise<WireEvent[]>((r) => setTimeout(() => r([]), 8_000))]);
+    const events = await c.rest(8_000);
     valid(events);
     expect(["RUN_FINISHED", "RUN_ERROR"], "the connect ends").toContain(events.at(-1)?.type);
     await new Promise((r) => setTimeout(r, 500));
@@ -178,7 +178,7 @@ describe("adoption of a SIGKILLed gateway's run: races and edges", () => {
     });
     const body = await cancelled.json();
     expect(cancelled.status, JSON.stringify(body)).toBe(200);
-    const events = await Promise.race([c.rest(), new Promise<WireEvent[]>((r) => setTimeout(() => r([]), 8_000))]);
+    const events = await c.rest(8_000);
     valid(events);
     expect(events.at(-1)?.type).toBe("RUN_FINISHED");
     expect(assistantText(events)).not.toContain("tick 59 ");
@@ -222,7 +222,7 @@ describe("adoption of a SIGKILLed gateway's run: races and edges", () => {
       const { input, taskId } = await orphan(LONG, 3);
       await new Promise((r) => setTimeout(r, delay));
       const c = await connect(input);
-      const events = await Promise.race([c.rest(), new Promise<WireEvent[]>((r) => setTimeout(() => r([]), 10_000))]);
+      const events = await c.rest(10_000);
       valid(events);
       expect(events.at(-1)?.type, `delay ${delay}`).toBe("RUN_FINISHED");
       const text = assistantText(events);

@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { EventSchema } from "@ag-ui/core/schemas";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { demoSessionId, startScriptedA2AServer, type ScriptedA2AServer } from "../src/demo/index.js";
-import { ensureCliBuilt, startCli, type CliGateway } from "./helpers/durable.js";
+import { ensureCliBuilt, startCliOnState, type CliGateway } from "./helpers/durable.js";
 import { openSse, runInput, slowTurn, type WireEvent } from "./helpers/e2e.js";
 import { AUDIENCE, ISSUER, signingKey, startJwksServer, tokenFor, type JwksServer } from "./helpers/jwks.js";
 
@@ -35,10 +35,7 @@ describe("adoption with users", () => {
     if (root) await rm(root, { recursive: true, force: true });
   });
   const start = async () => {
-    current = await startCli(
-      ["--a2a-url", upstream.url, "--port", "0", "--state-dir", path.join(root, "state"), "--reconnect-grace", "30", "--auth-jwks-url", jwks.url, "--auth-jwt-issuer", ISSUER, "--auth-jwt-audience", AUDIENCE],
-      { IAC_CODE_AGUI_ALLOWED_CWDS: root },
-    );
+    current = await startCliOnState(upstream.url, root, ["--reconnect-grace", "30", "--auth-jwks-url", jwks.url, "--auth-jwt-issuer", ISSUER, "--auth-jwt-audience", AUDIENCE]);
   };
   const url = (p = "") => new URL(p, current!.url).toString();
 

@@ -18,7 +18,7 @@ const LONG_TEXT = "write a long text";
 
 // One run of the agent in the app's folder; prints what the agent saw and ended with.
 const RUN_SCRIPT = `
-import { GatewayAgent } from "./agui-gateway-client/index.js";
+import { GatewayAgent } from "./agui-gateway/client/index.js";
 const [url, inputJson, stopAfter] = process.argv.slice(2);
 const input = JSON.parse(inputJson);
 const agent = new GatewayAgent({ url, threadId: input.threadId, initialMessages: input.messages, backoffMs: 20 });
@@ -66,16 +66,17 @@ let proxy: CuttingProxy;
 let cutAfter: () => number | undefined = () => undefined;
 
 beforeAll(async () => {
-  if (!existsSync(path.join(REPO, "dist", "src", "client", "index.js"))) {
+  if (!["client/index.js", "event-ids.js"].every((file) => existsSync(path.join(REPO, "dist", "src", file)))) {
     execFileSync("npx", ["tsc", "-p", "tsconfig.build.json"], { cwd: REPO, stdio: "ignore", timeout: 120_000 });
   }
   // The app: the built client beside a node_modules whose @ag-ui/client is CopilotKit's copy; the rest (rxjs,
   // eventsource-parser) resolves from the repository's node_modules further up, as hoisted packages do.
   rmSync(APP, { recursive: true, force: true });
-  mkdirSync(path.join(APP, "agui-gateway-client"), { recursive: true });
+  mkdirSync(path.join(APP, "agui-gateway", "client"), { recursive: true });
   for (const file of readdirSync(path.join(REPO, "dist", "src", "client")).filter((f) => f.endsWith(".js"))) {
-    copyFileSync(path.join(REPO, "dist", "src", "client", file), path.join(APP, "agui-gateway-client", file));
+    copyFileSync(path.join(REPO, "dist", "src", "client", file), path.join(APP, "agui-gateway", "client", file));
   }
+  copyFileSync(path.join(REPO, "dist", "src", "event-ids.js"), path.join(APP, "agui-gateway", "event-ids.js"));
   const legacy = realpathSync(path.join(REPO, "node_modules", "@copilotkit", "runtime", "node_modules", "@ag-ui", "client"));
   expect(JSON.parse(readFileSync(path.join(legacy, "package.json"), "utf8")).version).toBe("0.0.59");
   mkdirSync(path.join(APP, "node_modules", "@ag-ui"), { recursive: true });

@@ -13,7 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { GatewayAgent, GatewayStreamError } from "../src/client/index.js";
 import { createDemoScript, startScriptedA2AServer, type ScriptedA2AServer } from "../src/demo/index.js";
 import { startCuttingProxy, type CuttingProxy } from "./helpers/cutting-proxy.js";
-import { ensureCliBuilt, startCli, type CliGateway } from "./helpers/durable.js";
+import { ensureCliBuilt, startCliOnState, type CliGateway } from "./helpers/durable.js";
 import { promptOf, runInput, scriptByPrompt, slowTurn, startStack, type Stack } from "./helpers/e2e.js";
 import { seeded } from "./helpers/seeded.js";
 
@@ -175,7 +175,7 @@ describe("GatewayAgent when the gateway is killed with SIGKILL mid-run and start
   });
   let grace: string[] = [];
   const start = async () => {
-    current = await startCli(["--a2a-url", upstream.url, "--port", "0", "--state-dir", path.join(root, "state"), ...grace], { IAC_CODE_AGUI_ALLOWED_CWDS: root });
+    current = await startCliOnState(upstream.url, root, grace);
   };
 
   /** One run through the balancer; the gateway is killed with SIGKILL after the 10th text delta and started again. */

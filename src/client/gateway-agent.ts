@@ -6,6 +6,7 @@ import * as agui from "@ag-ui/client";
 import { HttpAgent, type BaseEvent, type HttpAgentConfig, type RunAgentInput } from "@ag-ui/client";
 import { createParser } from "eventsource-parser";
 import { Observable, type Subscriber } from "rxjs";
+import { digestKey, isOwnKey } from "../event-ids.js";
 import { OpenSpans } from "./open-spans.js";
 import { cancelExecution, routeUnder, threadStatus, type GatewayCaller } from "./gateway-calls.js";
 
@@ -463,14 +464,11 @@ class IdleWatch {
   }
 }
 
-/**
- * The run part of the gateway's event ids: the run id when a header can carry it as it is (printable ASCII, no edge
- * spaces, no leading `~`), else `~` and the first 32 hex digits of its SHA-256, as the gateway writes them.
- */
+/** The run part of the gateway's event ids (src/event-ids.ts), as the gateway writes them. */
 async function eventIdKey(runId: string): Promise<string> {
-  if (/^[\x21-\x7d](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(runId)) return runId;
+  if (isOwnKey(runId)) return runId;
   const digest = new Uint8Array(await globalThis.crypto.subtle.digest("SHA-256", new TextEncoder().encode(runId)));
-  return `~${Array.from(digest.subarray(0, 16), (byte) => byte.toString(16).padStart(2, "0")).join("")}`;
+  return digestKey(Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join(""));
 }
 
 function randomSuffix(): string {

@@ -25,7 +25,7 @@ export function routeUnder(url: string, path: string): string {
 
 /** The thread's status; undefined when the gateway does not know it, will not say, or cannot be reached. */
 export async function threadStatus(caller: GatewayCaller, threadId: string): Promise<ThreadStatus | undefined> {
-  return answerOf(caller.fetch(routeUnder(caller.url, `threads/${pathSegment(threadId)}`), { headers: { ...caller.headers, Accept: "application/json" } }));
+  return answerOf(caller.fetch(routeUnder(caller.url, `threads/${encodeURIComponent(threadId)}`), { headers: { ...caller.headers, Accept: "application/json" } }));
 }
 
 /** The cancel extension's outcome (`cancelled`, `already_terminal`); undefined when it could not be had. */
@@ -35,7 +35,7 @@ export async function cancelExecution(
 ): Promise<string | undefined> {
   const { executionId, threadId, rosInvocationId } = execution;
   const answer = await answerOf<{ status?: string }>(
-    caller.fetch(routeUnder(caller.url, `extensions/iac-code/v1/executions/${pathSegment(executionId)}/cancel`), {
+    caller.fetch(routeUnder(caller.url, `extensions/iac-code/v1/executions/${encodeURIComponent(executionId)}/cancel`), {
       method: "POST",
       headers: { ...caller.headers, "Content-Type": "application/json" },
       body: JSON.stringify({ threadId, ...(rosInvocationId !== undefined && { rosInvocationId }) }),
@@ -44,10 +44,6 @@ export async function cancelExecution(
   return answer?.status;
 }
 
-/** A value as one path segment: encoded, dots too, since `.` and `..` would be taken for steps of the path. */
-function pathSegment(value: string): string {
-  return encodeURIComponent(value).replace(/\./g, "%2E");
-}
 
 async function answerOf<T>(request: Promise<Response>): Promise<T | undefined> {
   try {

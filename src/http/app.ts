@@ -8,7 +8,7 @@ import type { AguiOutput } from "../../operators/index.js";
 import { type Language, messageText, normalizeLanguage, resolveAcceptLanguage } from "../i18n/index.js";
 import { peekPreferredLanguage } from "../runs/input.js";
 import { MAX_THREAD_PAGE, type RunService } from "../runs/service.js";
-import { BodyBudget, CANCEL_BODY, LARGE_BODY_BYTES, RUN_BODY, TurnTaking, drainUnreadBody, parseJsonObject, readBody, type BodyLease, type BodyTexts } from "./body.js";
+import { BodyBudget, CANCEL_BODY, RUN_BODY, drainUnreadBody, parseJsonObject, readBody, type BodyLease, type BodyTexts } from "./body.js";
 import { GatewayError, LimitError, errorEnvelope as envelopeOf, gatewayErrorOf } from "../errors.js";
 import { httpErrors } from "./errors.js";
 import type { StreamSelfCheck } from "./self-check.js";
@@ -91,7 +91,6 @@ export function createApp(options: AppOptions): Koa<State> {
   const requireAuth = compose([identify(options.authenticate ?? (() => ANONYMOUS)), limitUserRequests(options.userRequests)]);
   const callerOf = (ctx: { state: State }): Caller => ctx.state.caller ?? ANONYMOUS;
   const budget = new BodyBudget(options.bodyBudgetBytes ?? DEFAULT_BODY_BUDGET_BYTES);
-  const largeBodies = new TurnTaking();
   const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
   const holdsBody = async (ctx: Context & { state: State }, next: Next) => {
     const lease = budget.lease();
@@ -102,11 +101,11 @@ export function createApp(options: AppOptions): Koa<State> {
       lease.release();
     }
   };
-  const readJsonBody = async (ctx: Context & { state: State }, limit: number, texts: BodyTexts) => {
-    const body = await readBody(ctx.req, limit, texts, { deadlineMs: bodyTimeoutMs, ...(ctx.state.bodyLease && { lease: ctx.state.bodyLease }) });
-    if (body.length >= LARGE_BODY_BYTES) await largeBodies.turn();
-    return parseJsonObject(body, texts);
-  };
+  const readJsonBody = async (ctx: Context & { state: State }, limit: number, texts: BodyTexts) =>
+    parseJsonObject(
+      await readBody(ctx.req, limit, texts, { deadlineMs: bodyTimeoutMs, ...(ctx.state.bodyLease && { lease: ctx.state.bodyLease }) }),
+      texts,
+    );
 
   router.get("/health", (ctx) => {
     ctx.body = {

@@ -216,24 +216,6 @@ export function parseJsonObject(body: Buffer, texts: BodyTexts): Record<string, 
   return value as Record<string, unknown>;
 }
 
-/** A body this big takes a parse (and the checks after it) long enough to be worth taking turns over. */
-export const LARGE_BODY_BYTES = 1024 * 1024;
-
-/**
- * Large bodies are parsed one per turn of the event loop: a dozen of them that arrive together would otherwise be
- * parsed and checked back to back (about 0.1 s each at 11 MiB), and every other request, /health included, would wait
- * for all of them. Between two turns the loop reads the sockets, so another request waits for one parse at most.
- */
-export class TurnTaking {
-  private last: Promise<void> = Promise.resolve();
-
-  turn(): Promise<void> {
-    const next = this.last.then(() => new Promise<void>((resolve) => setImmediate(resolve)));
-    this.last = next;
-    return next;
-  }
-}
-
 /** Deeper documents would overflow the stack of every recursive step after parsing (digest, validation). */
 export const MAX_JSON_DEPTH = 128;
 

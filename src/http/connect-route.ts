@@ -42,10 +42,9 @@ export async function connectThread(options: AppOptions, ctx: Context, body: Rec
     options.runs.history(threadId, { maxMessages: options.historyMessages ?? DEFAULT_HISTORY_MESSAGES, language: lang, span, ...(liveTaskId !== undefined && { liveTaskId }) });
   if (live && "untilEnd" in live) {
     // The run's first events are gone: the client could not be given the run as it went, so it gets how it ended.
-    const response = countedResponse(options, ctx, proto, span);
-    const connected = new ConnectedRun(response, threadId, runId);
+    const connected = new RunEnd(countedResponse(options, ctx, proto, span), threadId, runId, async () => (await history()) ?? []);
     connected.event(connectRun(threadId, runId, [], [])[0]!);
-    live.untilEnd(new RunEnd(connected, async () => ((await history()) ?? [])));
+    live.untilEnd(connected);
     return;
   }
   const messages = (await history(liveTaskId)) ?? [];
@@ -75,8 +74,8 @@ class ConnectedRun implements RecordTarget {
 
   constructor(
     private readonly response: SseResponse,
-    readonly threadId: string,
-    readonly runId: string,
+    protected readonly threadId: string,
+    protected readonly runId: string,
   ) {
     this.key = eventIdKey(runId);
   }
@@ -99,13 +98,17 @@ class ConnectedRun implements RecordTarget {
 
   /** One record or several (a replay hands over the records of a tick together). */
   write(records: string | Uint8Array): void {
+    for (const event of this.eventsOf(records)) if (event.type !== EventType.RUN_STARTED) this.event(event);
+  }
+
+  /** The live run's events in `records`, under the connect's run and thread ids. */
+  protected *eventsOf(records: string | Uint8Array): Generator<{ type: string }> {
     const text = typeof records === "string" ? records : Buffer.from(records).toString("utf8");
     for (const [, data] of text.matchAll(/^data: (.*)$/gm)) {
       const event = JSON.parse(data!) as { type: string; threadId?: string; runId?: string };
-      if (event.type === EventType.RUN_STARTED) continue;
       if (event.runId !== undefined) event.runId = this.runId;
       if (event.threadId !== undefined) event.threadId = this.threadId;
-      this.event(event);
+      yield event;
     }
   }
 
@@ -142,49 +145,35 @@ async function liveRun(options: AppOptions, threadId: string, run: { runId: stri
  * Reads a live run to its end without passing its events on, then ends the connect's run with the conversation as it
  * is then and the run's own terminal event (or, when the run stopped without one, a plain finish).
  */
-class RunEnd implements RecordTarget {
-  private last = "";
+class RunEnd extends ConnectedRun {
+  private terminal: { type: string } | undefined;
 
   constructor(
-    private readonly connected: ConnectedRun,
+    response: SseResponse,
+    threadId: string,
+    runId: string,
     private readonly conversation: () => Promise<Message[]>,
-  ) {}
-
-  get res() {
-    return this.connected.res;
+  ) {
+    super(response, threadId, runId);
   }
 
-  get gate() {
-    return this.connected.gate;
+  override write(records: string | Uint8Array): void {
+    for (const event of this.eventsOf(records)) {
+      if (event.type === EventType.RUN_FINISHED || event.type === EventType.RUN_ERROR) this.terminal = event;
+    }
   }
 
-  get backlog() {
-    return this.connected.backlog;
-  }
-
-  write(records: string | Uint8Array): void {
-    const text = typeof records === "string" ? records : Buffer.from(records).toString("utf8");
-    if (text !== "") this.last = text;
-  }
-
-  heartbeat(): void {
-    this.connected.heartbeat();
-  }
-
-  end(): void {
-    const terminal = [...this.last.matchAll(/^data: (.*)$/gm)].map(([, data]) => data!).at(-1);
+  override end(): void {
     void this.conversation().then(
-      (messages) => this.finish(terminal, messages),
+      (messages) => this.finish(messages),
       // The kernel cannot say what the conversation is now (it went away, say): the run's end all the same.
-      () => this.finish(terminal, undefined),
+      () => this.finish(undefined),
     );
   }
 
-  private finish(terminal: string | undefined, messages: Message[] | undefined): void {
-    if (messages) this.connected.event({ type: EventType.MESSAGES_SNAPSHOT, messages, timestamp: Date.now() });
-    const ended = terminal !== undefined && /^\{"type":"RUN_(FINISHED|ERROR)"/.test(terminal);
-    if (ended) this.connected.write(`data: ${terminal}\n\n`);
-    else this.connected.event({ type: EventType.RUN_FINISHED, threadId: this.connected.threadId, runId: this.connected.runId, timestamp: Date.now(), outcome: { type: "success" } });
-    this.connected.end();
+  private finish(messages: Message[] | undefined): void {
+    if (messages) this.event({ type: EventType.MESSAGES_SNAPSHOT, messages, timestamp: Date.now() });
+    this.event(this.terminal ?? { type: EventType.RUN_FINISHED, threadId: this.threadId, runId: this.runId, timestamp: Date.now(), outcome: { type: "success" } });
+    super.end();
   }
 }

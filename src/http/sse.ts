@@ -4,6 +4,7 @@
 // records on the socket. When the socket buffer is full the flow gate closes and the A2A client stops reading
 // upstream until 'drain', so a slow reader never grows a buffer.
 import { createHash } from "node:crypto";
+import { digestKey, isOwnKey } from "../event-ids.js";
 import type { ServerResponse } from "node:http";
 import { AGUI_MEDIA_TYPE, EventEncoder } from "@ag-ui/encoder";
 import type { Observable } from "rxjs";
@@ -54,14 +55,9 @@ export function acceptsProto(accept: string | undefined): boolean {
   return accept !== undefined && accept.toLowerCase().includes(AGUI_MEDIA_TYPE);
 }
 
-/**
- * The run part of the stream's event ids: the run id itself when a header can carry it as it is (printable
- * ASCII, no edge spaces: fetch refuses other header values, and CR/LF would break the record), else `~` and a digest.
- * A run id that begins with `~` is digested too, so it can never pass for another run's digest.
- */
+/** The run part of the stream's event ids (src/event-ids.ts). */
 export function eventIdKey(runId: string): string {
-  if (/^[\x21-\x7d](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(runId)) return runId;
-  return `~${createHash("sha256").update(runId, "utf8").digest("hex").slice(0, 32)}`;
+  return isOwnKey(runId) ? runId : digestKey(createHash("sha256").update(runId, "utf8").digest("hex"));
 }
 
 /** Where a reader of a run's records writes them: a response, or something that passes them on to one. */

@@ -13,6 +13,7 @@ import { interruptsOf } from "./resume.js";
 import { cancelTask, type RunDeps } from "./run-context.js";
 import { RunSession, type RunTicket } from "./run-session.js";
 import type { LockedThread } from "./thread-repository.js";
+import type { ThreadRecord } from "../state/thread-store.js";
 import { admit, isRefusal } from "./transitions.js";
 import { ATTR, NO_SPAN, inSpan, type TraceSpan } from "../ops/trace.js";
 
@@ -118,21 +119,35 @@ async function admitLocked(deps: RunDeps, thread: LockedThread, candidate: RunCa
     span,
     parkedSpan,
   };
+  try {
+    const session = await startSession(deps, thread, ticket, before);
+    logger.info({ executionId: admitted.record.execution.executionId, kind: ticket.kind, language }, "run admitted");
+    return session;
+  } catch (error) {
+    // The refused request does not leave a workspace behind either.
+    if (workspace) await unprepareWorkspace(workspace);
+    logger.warn({ err: error }, "admission write failed");
+    throw admission.stateUnavailable();
+  }
+}
+
+/**
+ * The admitted run, live from now on, and its record written (under the thread's lock). A write that fails puts
+ * `before` back and gives the thread up: the run never was, its run id unused.
+ */
+export async function startSession(deps: RunDeps, thread: LockedThread, ticket: RunTicket, before: ThreadRecord | undefined): Promise<RunSession> {
+  const { threadId } = ticket.request;
   const session = new RunSession(deps, ticket);
   deps.live.add(session);
   deps.threads.hold(threadId);
   deps.settings.onActivity?.();
   try {
-    await thread.write(admitted.record);
-    logger.info({ executionId: admitted.record.execution.executionId, kind: ticket.kind, language }, "run admitted");
+    await thread.write(ticket.record);
   } catch (error) {
     deps.live.remove(session);
     deps.threads.letGo(threadId);
-    // The refused request does not consume its run id, nor leave a workspace behind.
     await thread.restore(before);
-    if (workspace) await unprepareWorkspace(workspace);
-    logger.warn({ err: error }, "admission write failed");
-    throw admission.stateUnavailable();
+    throw error;
   }
   return session;
 }

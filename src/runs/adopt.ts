@@ -7,11 +7,11 @@ import { randomUUID } from "node:crypto";
 import type { Language } from "../i18n/index.js";
 import { NO_SPAN, type TraceSpan } from "../ops/trace.js";
 import { withRunDigest } from "../state/windows.js";
-import { runDigest } from "./admission.js";
+import { runDigest, startSession } from "./admission.js";
 import type { Caller } from "./caller.js";
 import { abandonedRun } from "./recovery.js";
 import type { RunDeps } from "./run-context.js";
-import { RunSession, type RunTicket } from "./run-session.js";
+import type { RunSession, RunTicket } from "./run-session.js";
 import { mayUse } from "./transitions.js";
 
 export interface Adoption {
@@ -61,15 +61,10 @@ export async function adoptRun(deps: RunDeps, adoption: Adoption): Promise<RunSe
       span,
       parkedSpan: undefined,
     };
-    const session = new RunSession(deps, ticket);
-    deps.live.add(session);
-    deps.threads.hold(threadId);
+    let session: RunSession;
     try {
-      await thread.write(record);
+      session = await startSession(deps, thread, ticket, stored);
     } catch (error) {
-      deps.live.remove(session);
-      deps.threads.letGo(threadId);
-      await thread.restore(stored);
       await deps.threads.unclaim(threadId);
       deps.logger.warn({ err: error, threadId }, "a run left by a stopped gateway could not be taken up");
       return undefined;

@@ -287,6 +287,11 @@ export interface CliGateway {
   kill(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+/** The CLI on `upstreamUrl`, its state in `<root>/state`, `root` the workspaces' allowed root, a free port. */
+export function startCliOnState(upstreamUrl: string, root: string, args: string[] = [], env: Record<string, string> = {}): Promise<CliGateway> {
+  return startCli(["--a2a-url", upstreamUrl, "--port", "0", "--state-dir", path.join(root, "state"), ...args], { IAC_CODE_AGUI_ALLOWED_CWDS: root, ...env });
+}
+
 /**
  * Spawns `node dist/src/cli.js <args>` and waits for its "listening on <url>" line (at most `timeoutMs`: the bound is for
  * a process that never comes up; on a loaded machine a start takes seconds). The child gets this process's environment

@@ -213,8 +213,8 @@ export interface LiveSse {
   events: WireEvent[];
   /** Reads until an event matches (or the stream ends: then undefined). */
   until(predicate: (event: WireEvent) => boolean): Promise<WireEvent | undefined>;
-  /** Reads to the end; returns all events. */
-  rest(): Promise<WireEvent[]>;
+  /** Reads to the end; returns all events (with `timeoutMs`: those read by then, the stream dropped). */
+  rest(timeoutMs?: number): Promise<WireEvent[]>;
   abort(): void;
 }
 
@@ -259,8 +259,10 @@ export function liveSse(response: Response, controller: AbortController): LiveSs
         if (!(await readMore())) return undefined;
       }
     },
-    async rest() {
+    async rest(timeoutMs) {
+      const timer = timeoutMs === undefined ? undefined : setTimeout(() => live.abort(), timeoutMs);
       while (await readMore());
+      clearTimeout(timer);
       return events;
     },
     abort() {
