@@ -7,6 +7,7 @@ import type { Subscriber } from "rxjs";
 import type { A2AStreamResponse } from "../../operators/types.js";
 import { MAX_RECORD_CHARS, parseJson } from "./bodies.js";
 import { jsonRpcErrorOf } from "./errors.js";
+import { FrameTemplates } from "./frame-templates.js";
 import { decodeStreamResult, invalidFrame } from "./frames.js";
 import type { IdleWatch } from "./idle-watch.js";
 import { isObject } from "../../operators/lib/json.js";
@@ -28,6 +29,7 @@ export interface FlowGate {
 class SseFrameDecoder {
   private frames: A2AStreamResponse[] = [];
   failure: Error | undefined;
+  private readonly templates = new FrameTemplates();
   private readonly parser = createParser({
     maxBufferSize: MAX_RECORD_CHARS,
     onEvent: (event) => this.accept(event),
@@ -50,12 +52,16 @@ class SseFrameDecoder {
   private accept(event: EventSourceMessage): void {
     if (this.failure) return;
     try {
+      const delta = event.event === "error" ? undefined : this.templates.decode(event.data);
+      if (delta !== undefined) return void this.frames.push(delta);
       const envelope = parseJson(event.data);
       if (event.event === "error") throw jsonRpcErrorOf(envelope);
       if (!isObject(envelope)) throw invalidFrame();
       if (envelope.error !== undefined) throw jsonRpcErrorOf(envelope);
       if (envelope.result === undefined) throw invalidFrame();
-      this.frames.push(decodeStreamResult(envelope.result));
+      const frame = decodeStreamResult(envelope.result);
+      this.frames.push(frame);
+      this.templates.learn(event.data, frame);
     } catch (error) {
       this.failure = error instanceof Error ? error : invalidFrame();
     }
