@@ -157,8 +157,18 @@ class StageOut implements StageOutput<unknown> {
     this.to = k + 1 === chain.n || chain.handlers[k + 1]!.reads === undefined ? k + 1 : -1;
   }
 
+  /** The last item type routed and where it went: a run of deltas routes once, not once per item. */
+  private lastType: unknown = undefined;
+  private lastTo = -1;
+
   next(item: unknown): void {
-    this.chain.deliver(this.k, this.to >= 0 ? this.to : this.chain.route(this.k, item), item);
+    if (this.to >= 0) return this.chain.deliver(this.k, this.to, item);
+    const type = (item as { type?: unknown } | null)?.type;
+    if (type !== this.lastType || this.lastTo < 0) {
+      this.lastTo = this.chain.route(this.k, item);
+      this.lastType = type;
+    }
+    this.chain.deliver(this.k, this.lastTo, item);
   }
 
   error(error: unknown): void {
