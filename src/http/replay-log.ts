@@ -16,28 +16,27 @@ export interface ReplayBounds {
 
 export const DEFAULT_REPLAY_BOUNDS: ReplayBounds = { maxEvents: 10_000, maxBytes: 4 * 1024 * 1024, retentionMs: 60_000, endedBudgetBytes: 256 * 1024 * 1024 };
 
-/** A reader following a log: each new record, the run's heartbeats, and its end. */
+/** A reader following a log: the new records (a tick's together, as UTF-8), the run's heartbeats, and its end. */
 export interface LogListener {
-  record(text: string): void;
+  record(records: Uint8Array): void;
   heartbeat(): void;
   /** `complete`: the terminal event is in the log; otherwise the run stopped without one (a reader cannot go on). */
   end(complete: boolean): void;
 }
 
-/** What a cursor finds: the records after it (as a few strings, whole records each), or why there are none to give. */
-export type Replay = { records: readonly string[] } | { refused: "future" | "expired" };
+/** What a cursor finds: the records after it (in a few parts, whole records each, UTF-8), or why there are none to give. */
+export type Replay = { records: readonly Uint8Array[] } | { refused: "future" | "expired" };
 
 /**
- * The records one tick appended, joined into one flat string: a run keeps a few long-lived strings instead of three
- * objects per event (the id line, the data line and their concatenation), which the garbage collector would otherwise
- * copy into the old generation by the thousand.
+ * The records one tick appended, joined and encoded once: the same bytes go to the readers' sockets and stay in the
+ * log. Kept outside the JavaScript heap, so the garbage collector neither copies a run's records from one young
+ * generation to the next nor moves them into the old one, and a socket write has no string left to encode.
  */
 interface Chunk {
   firstSeq: number;
-  text: string;
-  /** Where each record starts in `text`. */
+  data: Buffer;
+  /** Where each record starts in `data` decoded (UTF-16 offsets: a replay from inside a chunk is rare). */
   starts: number[];
-  bytes: number;
 }
 
 export class ReplayLog {
@@ -75,7 +74,7 @@ export class ReplayLog {
     return this.state === "abandoned";
   }
 
-  /** The record with seq `lastSeq + 1`; the oldest records go once a bound is passed. */
+  /** The record with seq `lastSeq + 1`, for the readers at the end of the tick; the oldest records go once a bound is passed. */
   append(text: string): void {
     if (this.state !== "live") return;
     this.pending.push(text);
@@ -84,10 +83,10 @@ export class ReplayLog {
       this.sealing = true;
       process.nextTick(this.seal);
     }
-    for (const listener of this.listeners) listener.record(text);
   }
 
   heartbeat(): void {
+    this.sealPending();
     for (const listener of this.listeners) listener.heartbeat();
     this.mirror?.heartbeat();
   }
@@ -108,11 +107,11 @@ export class ReplayLog {
     this.sealPending();
     if (seq > this.lastSeq) return { refused: "future" };
     if (seq < this.firstSeq - 1 || this.state === "abandoned") return { refused: "expired" };
-    const records: string[] = [];
+    const records: Uint8Array[] = [];
     for (const chunk of this.chunks) {
       const last = chunk.firstSeq + chunk.starts.length - 1;
       if (last <= seq) continue;
-      records.push(seq < chunk.firstSeq ? chunk.text : chunk.text.slice(chunk.starts[seq - chunk.firstSeq + 1]));
+      records.push(seq < chunk.firstSeq ? chunk.data : Buffer.from(chunk.data.toString("utf8").slice(chunk.starts[seq - chunk.firstSeq + 1])));
     }
     return { records };
   }
@@ -133,7 +132,10 @@ export class ReplayLog {
     return this.bytes;
   }
 
-  /** This tick's records become one chunk; the oldest chunks go while a bound is passed (the newest always stays). */
+  /**
+   * This tick's records become one chunk, which the readers get; the oldest chunks go while a bound is passed (the
+   * newest always stays).
+   */
   private sealPending(): void {
     this.sealing = false;
     const pending = this.pending;
@@ -146,17 +148,20 @@ export class ReplayLog {
       at += pending[i]!.length;
     }
     const text = pending.join("");
-    const bytes = Buffer.byteLength(text);
+    // Its own memory, not a slice of Node's shared pool: a kept chunk would hold a pool slab of other buffers.
+    const data = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+    data.write(text, "utf8");
     const firstSeq = this.lastSeq - pending.length + 1;
-    this.chunks.push({ firstSeq, text, starts, bytes });
-    this.bytes += bytes;
+    this.chunks.push({ firstSeq, data, starts });
+    this.bytes += data.length;
     while (this.chunks.length > 1 && (this.count > this.bounds.maxEvents || this.bytes > this.bounds.maxBytes)) {
       const oldest = this.chunks.shift()!;
       this.count -= oldest.starts.length;
       this.firstSeq += oldest.starts.length;
-      this.bytes -= oldest.bytes;
+      this.bytes -= oldest.data.length;
     }
     this.mirror?.append(firstSeq, text, pending.length, this.firstSeq);
+    for (const listener of this.listeners) listener.record(data);
   }
 }
 

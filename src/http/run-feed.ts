@@ -148,8 +148,8 @@ function read(log: ReplayLog, response: RecordTarget, afterSeq: number, maxBackl
   }
   for (const record of replay.records) response.write(record);
   const unfollow = log.follow({
-    record: (text) => {
-      response.write(text);
+    record: (records) => {
+      response.write(records);
       // A reader that does not pace the run may not hold more than the log does: it can come back with its cursor.
       if (maxBacklog !== undefined && response.backlog > maxBacklog) response.res.destroy();
     },
