@@ -40,13 +40,13 @@ const wants = (name: string) => !only || only.includes(name);
 
 const MANY_TARGET = "ratio ≥ 0.9, p99AddedMs ≤ 5, fairness ≥ 0.5";
 const TARGETS = {
-  floorRatio: "≥ 0.7",
+  floorRatio: "≥ 1.0",
   relayRatio: "reported",
   p99AddedLatencyMs: "≤ 2",
-  idleStreams: `count ≥ ${IDLE_TARGET}, rssMB ≤ 600`,
-  pipelineEventsPerSec: "≥ 1,000,000",
+  idleStreams: `count ≥ ${IDLE_TARGET}, rssMB ≤ 450, liveKBPerStream ≤ 25`,
+  pipelineEventsPerSec: "≥ 2,000,000",
   slowReader: "bounded: true",
-  pythonReferenceRatio: "≥ 10",
+  pythonReferenceRatio: "≥ 15",
   stateWriteMedianMs: "reported",
   stateWriteRedisMedianMs: "reported",
   admissionMedianMs: "reported",
@@ -68,19 +68,19 @@ function passes(key: Key, value: unknown): boolean | undefined {
   if (value === undefined) return TARGETS[key].startsWith("reported") ? undefined : false;
   switch (key) {
     case "floorRatio":
-      return (value as number) >= 0.7;
+      return (value as number) >= 1.0;
     case "p99AddedLatencyMs":
       return (value as number) <= 2;
     case "idleStreams": {
-      const v = value as { count: number; rssMB: number };
-      return v.count >= IDLE_TARGET && v.rssMB <= 600;
+      const v = value as { count: number; rssMB: number; liveKBPerStream: number | null };
+      return v.count >= IDLE_TARGET && v.rssMB <= 450 && v.liveKBPerStream !== null && v.liveKBPerStream <= 25;
     }
     case "pipelineEventsPerSec":
-      return (value as number) >= 1_000_000;
+      return (value as number) >= 2_000_000;
     case "slowReader":
       return (value as { bounded: boolean }).bounded;
     case "pythonReferenceRatio":
-      return (value as number) >= 10;
+      return (value as number) >= 15;
     case "replayCostRatio":
       return (value as number) >= 0.95;
     case "manyStreams":

@@ -25,7 +25,8 @@ interface Stream {
 }
 
 export interface IdleResult {
-  idleStreams: { count: number; rssMB: number };
+  /** liveKBPerStream: JS heap plus ArrayBuffer memory after a full GC (the replay log keeps its records in the latter), ÷ streams. */
+  idleStreams: { count: number; rssMB: number; liveKBPerStream: number | null };
   detail: Record<string, unknown>;
 }
 
@@ -100,7 +101,11 @@ export async function idleStreams(ctx: BenchContext, gateway: System, upstream: 
     const alive = streams.filter((s, i) => s.open && s.heartbeats - beatsBefore[i]! >= Math.floor(holdSeconds / 2));
     const upstreamStats = await upstream.call<{ parked: number; connections: number }>("stats");
     return {
-      idleStreams: { count: alive.length, rssMB: round(peak / MB, 1) },
+      idleStreams: {
+        count: alive.length,
+        rssMB: round(peak / MB, 1),
+        liveKBPerStream: alive.length > 0 ? round((afterGc.heapUsed + afterGc.arrayBuffers) / alive.length / 1024, 1) : null,
+      },
       detail: {
         requested: wanted,
         fdHardLimit: Number.isFinite(fdLimit) ? fdLimit : "unlimited",
