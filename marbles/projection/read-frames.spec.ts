@@ -1,4 +1,5 @@
 // readFrames: one A2A frame in, its parts out, in the order the frame's events come out, all at the frame's time.
+import { Subject } from "rxjs";
 import { describe, expect, it } from "vitest";
 import { readFrames } from "../../operators/projection/read-frames.js";
 import { a2aFrames, runMarbles } from "../harness.js";
@@ -63,5 +64,22 @@ describe("readFrames", () => {
     runMarbles(eq, ({ cold, expectObservable }) => {
       expectObservable(cold("a", { a: null as never }).pipe(readFrames())).toBe("#", undefined, expect.objectContaining({ code: "A2A_PROTOCOL_ERROR" }));
     });
+  });
+
+  it("on the wall clock, the frames of one turn of the event loop share one reading of the clock; the next turn reads it again", async () => {
+    const frames = new Subject<ReturnType<typeof f.text>>();
+    const times: number[] = [];
+    frames.pipe(readFrames()).subscribe((part) => times.push((part as { time: number }).time));
+    frames.next(f.text("one"));
+    const until = Date.now() + 5;
+    while (Date.now() < until) {
+      // The frames of one upstream chunk are read at once; this one's come 5 ms apart within the turn.
+    }
+    frames.next(f.text("two"));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    frames.next(f.text("three"));
+    expect(times).toHaveLength(6);
+    expect(new Set(times.slice(0, 4)).size).toBe(1);
+    expect(times[4]! - times[0]!).toBeGreaterThanOrEqual(5);
   });
 });

@@ -16,28 +16,34 @@ export interface ReplayBounds {
 
 export const DEFAULT_REPLAY_BOUNDS: ReplayBounds = { maxEvents: 10_000, maxBytes: 4 * 1024 * 1024, retentionMs: 60_000, endedBudgetBytes: 256 * 1024 * 1024 };
 
-/** A reader following a log: the new records (a tick's together, as UTF-8), the run's heartbeats, and its end. */
+/** A reader following a log: the new records (a tick's together), the run's heartbeats, and its end. */
 export interface LogListener {
-  record(records: Uint8Array): void;
+  record(records: string | Uint8Array): void;
   heartbeat(): void;
   /** `complete`: the terminal event is in the log; otherwise the run stopped without one (a reader cannot go on). */
   end(complete: boolean): void;
 }
 
-/** What a cursor finds: the records after it (in a few parts, whole records each, UTF-8), or why there are none to give. */
-export type Replay = { records: readonly Uint8Array[] } | { refused: "future" | "expired" };
+/** What a cursor finds: the records after it (in a few parts, whole records each), or why there are none to give. */
+export type Replay = { records: readonly (string | Uint8Array)[] } | { refused: "future" | "expired" };
 
 /**
- * The records one tick appended, joined and encoded once: the same bytes go to the readers' sockets and stay in the
- * log. Kept outside the JavaScript heap, so the garbage collector neither copies a run's records from one young
- * generation to the next nor moves them into the old one, and a socket write has no string left to encode.
+ * The records one tick appended, joined once; the same chunk goes to the readers' sockets and stays in the log. A
+ * large chunk (a fast run's tick) is kept as UTF-8 outside the JavaScript heap: the garbage collector neither copies
+ * a run's records from one young generation to the next nor moves them into the old one, and the socket write has
+ * no string left to encode. A small one (a paced run's record or two) stays a flat string: an ArrayBuffer each
+ * would cost the collector more than the bytes.
  */
 interface Chunk {
   firstSeq: number;
-  data: Buffer;
-  /** Where each record starts in `data` decoded (UTF-16 offsets: a replay from inside a chunk is rare). */
+  data: string | Buffer;
+  bytes: number;
+  /** Where each record starts in `data` as a string (UTF-16 offsets: a replay from inside a chunk is rare). */
   starts: number[];
 }
+
+/** Chunks of at least this many characters are kept as bytes. */
+const BYTES_FROM_CHARS = 2_048;
 
 export class ReplayLog {
   private readonly chunks: Chunk[] = [];
@@ -107,11 +113,11 @@ export class ReplayLog {
     this.sealPending();
     if (seq > this.lastSeq) return { refused: "future" };
     if (seq < this.firstSeq - 1 || this.state === "abandoned") return { refused: "expired" };
-    const records: Uint8Array[] = [];
+    const records: (string | Uint8Array)[] = [];
     for (const chunk of this.chunks) {
       const last = chunk.firstSeq + chunk.starts.length - 1;
       if (last <= seq) continue;
-      records.push(seq < chunk.firstSeq ? chunk.data : Buffer.from(chunk.data.toString("utf8").slice(chunk.starts[seq - chunk.firstSeq + 1])));
+      records.push(seq < chunk.firstSeq ? chunk.data : chunk.data.toString().slice(chunk.starts[seq - chunk.firstSeq + 1]));
     }
     return { records };
   }
@@ -148,17 +154,21 @@ export class ReplayLog {
       at += pending[i]!.length;
     }
     const text = pending.join("");
-    // Its own memory, not a slice of Node's shared pool: a kept chunk would hold a pool slab of other buffers.
-    const data = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
-    data.write(text, "utf8");
+    const bytes = Buffer.byteLength(text);
+    let data: string | Buffer = text;
+    if (text.length >= BYTES_FROM_CHARS) {
+      // Its own memory, not a slice of Node's shared pool: a kept chunk would hold a pool slab of other buffers.
+      data = Buffer.allocUnsafeSlow(bytes);
+      data.write(text, "utf8");
+    }
     const firstSeq = this.lastSeq - pending.length + 1;
-    this.chunks.push({ firstSeq, data, starts });
-    this.bytes += data.length;
+    this.chunks.push({ firstSeq, data, bytes, starts });
+    this.bytes += bytes;
     while (this.chunks.length > 1 && (this.count > this.bounds.maxEvents || this.bytes > this.bounds.maxBytes)) {
       const oldest = this.chunks.shift()!;
       this.count -= oldest.starts.length;
       this.firstSeq += oldest.starts.length;
-      this.bytes -= oldest.data.length;
+      this.bytes -= oldest.bytes;
     }
     this.mirror?.append(firstSeq, text, pending.length, this.firstSeq);
     for (const listener of this.listeners) listener.record(data);
