@@ -3,7 +3,7 @@ import * as fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import fc from "fast-check";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { FileThreadStore, serializeThreadRecord, type FsLayer } from "../src/state/file-store.js";
 import { serializeThreadRecordCompact } from "../src/state/record-text.js";
 import { defaultStateDir, threadFileStem } from "../src/state/thread-key.js";
@@ -143,6 +143,26 @@ describe("FileThreadStore round trip and layout", () => {
     expect(serializeThreadRecord(r)).toBe(`${JSON.stringify(sortedDeep(r), null, 2)}\n`);
     // The memory store's form: the same text without whitespace.
     expect(serializeThreadRecordCompact(r)).toBe(JSON.stringify(sortedDeep(r)));
+  });
+
+  it("sorts keys by code point, surrogate pairs and lone surrogates included", () => {
+    const byCodePoints = (a: string, b: string): number => {
+      const [left, right] = [Array.from(a), Array.from(b)];
+      for (let i = 0; i < Math.min(left.length, right.length); i++) {
+        const diff = left[i]!.codePointAt(0)! - right[i]!.codePointAt(0)!;
+        if (diff !== 0) return diff;
+      }
+      return left.length - right.length;
+    };
+    const unit = fc.constantFrom("a", "b", "Z", "0", "\u00e9", "\ud7ff", "\ud83d", "\ude00", "\ud83d\ude00", "\ue000", "\uffff", "\u{10ffff}");
+    // Prefixed: integer-like keys would come first in any object read back.
+    const key = fc.array(unit, { maxLength: 4 }).map((units) => `k${units.join("")}`);
+    fc.assert(
+      fc.property(fc.uniqueArray(key, { minLength: 1, maxLength: 8 }), (keys) => {
+        const text = serializeThreadRecordCompact(Object.fromEntries(keys.map((k) => [k, 1])) as unknown as ThreadRecord);
+        expect(Object.keys(JSON.parse(text) as object)).toEqual([...keys].sort(byCodePoints));
+      }),
+    );
   });
 
   it("keeps non-ASCII text raw", async () => {
@@ -425,6 +445,84 @@ describe("FileThreadStore writes atomically", () => {
       return handle;
     }) as FsLayer["open"];
     await expect(newStore({ open }).save(record())).rejects.toMatchObject({ code: "EIO" });
+    expect(await tempFiles()).toEqual([]);
+  });
+
+  it("shares directory syncs between saves, but never one that began before a save's rename", async () => {
+    // Each directory sync waits until the test lets it finish; renames are logged against the syncs begun so far.
+    const events: string[] = [];
+    const releases: (() => void)[] = [];
+    let syncs = 0;
+    const open = (async (...args: Parameters<FsLayer["open"]>) => {
+      const handle = await fsp.open(...args);
+      if (String(args[0]) === threadsDir()) {
+        const sync = handle.sync.bind(handle);
+        handle.sync = async () => {
+          const n = ++syncs;
+          events.push(`sync ${n} begins`);
+          await new Promise<void>((resolve) => releases.push(resolve));
+          await sync();
+          events.push(`sync ${n} done`);
+        };
+      }
+      return handle;
+    }) as FsLayer["open"];
+    const rename = (async (from: string, to: string) => {
+      await fsp.rename(from, to);
+      events.push(`rename ${path.basename(to)}`);
+    }) as FsLayer["rename"];
+    const store = newStore({ open, rename });
+    const settled: string[] = [];
+    const first = store.save(record("thread-1")).then(() => settled.push("thread-1"));
+    await vi.waitFor(() => expect(syncs).toBe(1));
+    // Renamed while sync 1 runs: both wait for sync 2, which begins once sync 1 is done.
+    const later = ["thread-2", "thread-3"].map((id) => store.save(record(id)).then(() => settled.push(id)));
+    await vi.waitFor(() => expect(events.filter((e) => e.startsWith("rename"))).toHaveLength(3));
+    releases.shift()!();
+    await first;
+    expect(settled).toEqual(["thread-1"]);
+    await vi.waitFor(() => expect(syncs).toBe(2));
+    releases.shift()!();
+    await Promise.all(later);
+    expect(syncs).toBe(2);
+    expect(events.indexOf("sync 2 begins")).toBeGreaterThan(events.indexOf("rename thread-3.json"));
+    expect(events.indexOf("sync 2 begins")).toBeGreaterThan(events.indexOf("rename thread-2.json"));
+    expect(await store.load("thread-3")).toEqual(record("thread-3"));
+  });
+
+  it("fails every save that waited for a directory sync that failed", async () => {
+    // Sync 1 waits for the test; sync 2, which the two saves renamed meanwhile share, fails.
+    let syncs = 0;
+    let release!: () => void;
+    const open = (async (...args: Parameters<FsLayer["open"]>) => {
+      const handle = await fsp.open(...args);
+      if (String(args[0]) === threadsDir()) {
+        const n = ++syncs;
+        const sync = handle.sync.bind(handle);
+        handle.sync = n === 1 ? async () => { await new Promise<void>((resolve) => (release = resolve)); await sync(); } : n === 2 ? async () => { throw fsError("EIO"); } : sync;
+      }
+      return handle;
+    }) as FsLayer["open"];
+    let renames = 0;
+    const rename = (async (from: string, to: string) => {
+      await fsp.rename(from, to);
+      renames++;
+    }) as FsLayer["rename"];
+    const store = newStore({ open, rename });
+    const first = store.save(record("a"));
+    await vi.waitFor(() => expect(syncs).toBe(1));
+    const later = Promise.allSettled(["b", "c"].map((id) => store.save(record(id))));
+    await vi.waitFor(() => expect(renames).toBe(3));
+    release();
+    await first;
+    expect(await later).toEqual([
+      { status: "rejected", reason: expect.objectContaining({ code: "EIO" }) },
+      { status: "rejected", reason: expect.objectContaining({ code: "EIO" }) },
+    ]);
+    expect(syncs).toBe(2);
+    // The next save syncs again.
+    await store.save(record("d"));
+    expect(syncs).toBe(3);
     expect(await tempFiles()).toEqual([]);
   });
 

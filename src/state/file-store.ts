@@ -60,6 +60,15 @@ export class FileThreadStore implements ThreadStore {
    * (the state directory removed under a running gateway) makes them again.
    */
   private directoriesMade = false;
+  /**
+   * Temp names are this store's random prefix and a counter: one randomBytes call per store, not per save. The
+   * exclusive create still refuses a name that exists.
+   */
+  private readonly tempPrefix = randomBytes(6).toString("hex");
+  private tempCount = 0;
+  /** The directory sync in flight, and the one queued behind it that renames done meanwhile wait for. */
+  private directorySyncRunning: Promise<void> | undefined;
+  private directorySyncQueued: Promise<void> | undefined;
 
   constructor(options: FileThreadStoreOptions) {
     this.dir = path.resolve(options.dir);
@@ -125,7 +134,7 @@ export class FileThreadStore implements ThreadStore {
     if (!this.directoriesMade) await this.ensureDirectories();
     const stem = threadFileStem(record.threadId);
     const target = path.join(this.threadsDir, `${stem}.json`);
-    const temp = path.join(this.threadsDir, `.${stem}.json.${randomBytes(6).toString("hex")}.tmp`);
+    const temp = path.join(this.threadsDir, `.${stem}.json.${this.tempPrefix}${(++this.tempCount).toString(16)}.tmp`);
     let handle: FileHandle | undefined;
     let created = false;
     let renamed = false;
@@ -140,7 +149,7 @@ export class FileThreadStore implements ThreadStore {
       handle = undefined;
       await this.fs.rename(temp, target);
       renamed = true;
-      await this.syncDirectory(this.threadsDir);
+      await this.syncThreadsDirectoryAfterRename();
     } catch (error) {
       await handle?.close().catch(() => undefined);
       if (created && !renamed) await this.fs.unlink(temp).catch(() => undefined);
@@ -180,6 +189,31 @@ export class FileThreadStore implements ThreadStore {
     this.directoriesMade = true;
   }
 
+  /**
+   * Makes a finished rename durable. Saves share directory syncs: a sync that has not started yet covers every rename
+   * done before it starts, so a save joins the queued one (or starts one when none runs) and never the one in flight,
+   * which may have begun before its rename. Under many concurrent saves that is one open, fsync and close per batch.
+   */
+  private syncThreadsDirectoryAfterRename(): Promise<void> {
+    if (this.directorySyncQueued) return this.directorySyncQueued;
+    const running = this.directorySyncRunning;
+    if (!running) return this.startDirectorySync();
+    const queued = running.then(noop, noop).then(() => {
+      this.directorySyncQueued = undefined;
+      return this.startDirectorySync();
+    });
+    this.directorySyncQueued = queued;
+    return queued;
+  }
+
+  private startDirectorySync(): Promise<void> {
+    const running = this.syncDirectory(this.threadsDir).finally(() => {
+      if (this.directorySyncRunning === running) this.directorySyncRunning = undefined;
+    });
+    this.directorySyncRunning = running;
+    return running;
+  }
+
   /** Makes the rename itself durable; Windows cannot fsync a directory. */
   private async syncDirectory(dir: string): Promise<void> {
     if (process.platform === "win32") return;
@@ -191,3 +225,5 @@ export class FileThreadStore implements ThreadStore {
     }
   }
 }
+
+function noop(): void {}

@@ -83,6 +83,18 @@ function sortedJson(value: unknown, indent: string | undefined): string {
 }
 
 function compareCodePoints(a: string, b: string): number {
+  // Below the surrogates, code units are code points: the first differing unit decides (keys are nearly always ASCII).
+  const units = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < units && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  if (i === units) return a.length - b.length;
+  const unitA = a.charCodeAt(i);
+  const unitB = b.charCodeAt(i);
+  if (unitA < 0xd800 && unitB < 0xd800) return unitA - unitB;
+  return compareCodePointsSlowly(a, b);
+}
+
+function compareCodePointsSlowly(a: string, b: string): number {
   const left = Array.from(a);
   const right = Array.from(b);
   const length = Math.min(left.length, right.length);
