@@ -56,10 +56,14 @@ export async function checkCwd(raw: string, allowedRoots: readonly string[]): Pr
   if (raw.includes("\0")) throw cwdError(B.cwdInvalid);
 
   const roots = await realRoots(allowedRoots);
-  const resolved = await physicalPath(path.resolve(raw));
+  const absolute = path.resolve(raw);
+  // The usual case, an existing directory, in one call; anything else takes the walk below and says why.
+  const directory = await realDirectory(absolute);
+  const resolved = directory ?? (await physicalPath(absolute));
   if (!isUnderAny(resolved, roots)) throw cwdError(B.cwdOutsideRoots);
   // A name no file system takes is refused here, not by a mkdir halfway down the path.
   if (resolved.split(path.sep).some((name) => Buffer.byteLength(name) > NAME_MAX_BYTES)) throw cwdError(B.cwdCannotCreate);
+  if (directory !== undefined) return { path: directory, missing: false, roots };
 
   let existing;
   try {
@@ -143,6 +147,11 @@ async function realRoots(allowedRoots: readonly string[]): Promise<string[]> {
   for (const root of allowedRoots) {
     if (!path.isAbsolute(root)) continue;
     try {
+      const directory = await realDirectory(root);
+      if (directory !== undefined) {
+        roots.push(directory);
+        continue;
+      }
       const real = await realpath(root);
       if ((await stat(real)).isDirectory()) roots.push(real);
     } catch {
@@ -150,6 +159,20 @@ async function realRoots(allowedRoots: readonly string[]): Promise<string[]> {
     }
   }
   return roots;
+}
+
+/**
+ * The real path of an existing directory, every symlink followed, in one call: realpath of `<dir>/.` fails (ENOTDIR,
+ * ENOENT, EACCES, ELOOP) for anything else, which the caller then looks at step by step. Not on Windows, whose path
+ * rules drop a trailing "." and would take a file for a directory.
+ */
+async function realDirectory(absolute: string): Promise<string | undefined> {
+  if (process.platform === "win32") return undefined;
+  try {
+    return await realpath(`${absolute.endsWith(path.sep) ? absolute : absolute + path.sep}.`);
+  } catch {
+    return undefined;
+  }
 }
 
 /**
