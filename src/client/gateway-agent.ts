@@ -64,6 +64,8 @@ export class GatewayAgent extends HttpAgent {
   private session: SessionIds | undefined;
   /** The current run, until the gateway has named its execution (abortRun then looks it up). */
   private unnamed: { threadId: string; runId: string; rosInvocationId?: string } | undefined;
+  /** The cancel of a run stopped before it named its execution: the thread is busy until it lands. */
+  private cancelling: Promise<void> | undefined;
 
   constructor(config: GatewayAgentConfig) {
     super(config);
@@ -112,7 +114,12 @@ export class GatewayAgent extends HttpAgent {
     }
     const unnamed = this.unnamed;
     super.abortRun();
-    if (unnamed) void this.cancelUnnamed(unnamed);
+    if (!unnamed) return;
+    const cancelling = this.cancelUnnamed(unnamed).catch(() => undefined);
+    this.cancelling = cancelling;
+    void cancelling.then(() => {
+      if (this.cancelling === cancelling) this.cancelling = undefined;
+    });
   }
 
   override clone(): GatewayAgent {
@@ -121,6 +128,7 @@ export class GatewayAgent extends HttpAgent {
     Object.assign(copy, { maxReconnects, backoffMs, maxBackoffMs, connectUrl, idleTimeoutMs });
     copy.session = undefined;
     copy.unnamed = undefined;
+    copy.cancelling = undefined;
     return copy;
   }
 
@@ -155,12 +163,25 @@ export class GatewayAgent extends HttpAgent {
         retry: { maxReconnects: this.maxReconnects, backoffMs: this.backoffMs, maxBackoffMs: this.maxBackoffMs },
         idleTimeoutMs: this.idleTimeoutMs,
       };
-      const reader = new ResumableRead(transport, enforceOutgoing(input), kind, subscriber);
-      void reader.read().then(
-        () => subscriber.complete(),
-        (error: unknown) => subscriber.error(error),
-      );
-      return () => reader.stop();
+      const outgoing = enforceOutgoing(input);
+      let reader: ResumableRead | undefined;
+      let unsubscribed = false;
+      const begin = () => {
+        if (unsubscribed) return;
+        reader = new ResumableRead(transport, outgoing, kind, subscriber);
+        void reader.read().then(
+          () => subscriber.complete(),
+          (error: unknown) => subscriber.error(error),
+        );
+      };
+      // The next message right after a stop: sent once the stopped run's cancel has landed, or the thread is still its.
+      const cancelling = this.cancelling;
+      if (cancelling) void cancelling.then(begin);
+      else begin();
+      return () => {
+        unsubscribed = true;
+        reader?.stop();
+      };
     });
   }
 }
