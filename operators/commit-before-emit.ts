@@ -3,8 +3,8 @@
 // nothing for items that need no write (the synchronous fast path) or an ObservableInput that completes
 // once the write is durable; later items wait behind it, in order. A failed write replaces the item with
 // `onFailure(error, item)` and nothing after it is passed on.
-import { from, type ObservableInput, type OperatorFunction, type Subscription } from "rxjs";
-import { operate, operatorObserver } from "./lib/operate.js";
+import { from, type ObservableInput, type OperatorFunction, type Subscriber, type Subscription, type Unsubscribable } from "rxjs";
+import { operate, operatorObserver, type OperatorHandlers } from "./lib/operate.js";
 
 export interface CommitBeforeEmitOptions<T, F> {
   commit: (item: T) => ObservableInput<unknown> | undefined | void;
@@ -23,96 +23,117 @@ export interface CommitBeforeEmitOptions<T, F> {
  * }))
  */
 export function commitBeforeEmit<T, F>(options: CommitBeforeEmitOptions<T, F>): OperatorFunction<T, T | F> {
-  const keep = options.keep;
   return operate<T, T | F>((source, subscriber) => {
-    const pass = (item: T) => {
-      if (keep === undefined || keep(item)) subscriber.next(item);
-    };
-    // A queue read from `head` (shift() would make draining a long backlog quadratic).
-    let queue: T[] = [];
-    let head = 0;
-    const queued = () => queue.length - head;
-    let writing: Subscription | undefined;
-    let sourceDone = false;
-    let failed = false;
-
-    /** `first`: the commit of the queue's head, already requested by the fast path. */
-    const drain = (first?: ObservableInput<unknown>) => {
-      while (!writing && !failed && queued() > 0) {
-        const item = queue[head++] as T;
-        if (head === queue.length) {
-          queue = [];
-          head = 0;
-        }
-        let pending: ObservableInput<unknown> | undefined | void = first;
-        first = undefined;
-        if (pending === undefined) {
-          try {
-            pending = options.commit(item);
-          } catch (error) {
-            return fail(error, item);
-          }
-        }
-        if (pending === undefined) {
-          pass(item);
-          continue;
-        }
-        let settled = false;
-        const write = from(pending).subscribe({
-          error: (error) => {
-            settled = true;
-            writing = undefined;
-            fail(error, item);
-          },
-          complete: () => {
-            settled = true;
-            writing = undefined;
-            pass(item);
-            drain();
-          },
-        });
-        if (!settled) writing = write;
-      }
-      if (!writing && !failed && sourceDone && queued() === 0) subscriber.complete();
-    };
-
-    const fail = (error: unknown, item: T) => {
-      failed = true;
-      queue = [];
-      head = 0;
-      subscriber.next(options.onFailure(error, item));
-      subscriber.complete();
-    };
-
-    const upstream = source.subscribe(operatorObserver(subscriber, {
-      next: (item) => {
-        if (failed) return;
-        if (!writing && queued() === 0) {
-          // Fast path: no write in flight and nothing queued; most items need no write at all.
-          let pending: ObservableInput<unknown> | undefined | void;
-          try {
-            pending = options.commit(item);
-          } catch (error) {
-            return fail(error, item);
-          }
-          if (pending === undefined) return pass(item);
-          queue.push(item);
-          drain(pending);
-        } else {
-          queue.push(item);
-        }
-      },
-      error: (error) => {
-        if (!failed) subscriber.error(error);
-      },
-      complete: () => {
-        sourceDone = true;
-        drain();
-      },
-    }));
-    return () => {
-      writing?.unsubscribe();
-      upstream.unsubscribe();
-    };
+    const queue = new CommitQueue(options, subscriber);
+    queue.upstream = source.subscribe(operatorObserver(subscriber, queue));
+    return queue;
   });
+}
+
+/**
+ * One subscription's queue. A class rather than closures over its state: a run holds two of these for as long as
+ * it streams (hours, for a parked interrupt), and its methods live on the prototype.
+ */
+class CommitQueue<T, F> implements OperatorHandlers<T>, Unsubscribable {
+  // A queue read from `head` (shift() would make draining a long backlog quadratic).
+  private queue: T[] = [];
+  private head = 0;
+  private writing: Subscription | undefined;
+  private sourceDone = false;
+  private failed = false;
+  upstream: Subscription | undefined;
+
+  constructor(
+    private readonly options: CommitBeforeEmitOptions<T, F>,
+    private readonly subscriber: Subscriber<T | F>,
+  ) {}
+
+  next(item: T): void {
+    if (this.failed) return;
+    if (!this.writing && this.queued() === 0) {
+      // Fast path: no write in flight and nothing queued; most items need no write at all.
+      let pending: ObservableInput<unknown> | undefined | void;
+      try {
+        pending = this.options.commit(item);
+      } catch (error) {
+        return this.fail(error, item);
+      }
+      if (pending === undefined) return this.pass(item);
+      this.queue.push(item);
+      this.drain(pending);
+    } else {
+      this.queue.push(item);
+    }
+  }
+
+  error(error: unknown): void {
+    if (!this.failed) this.subscriber.error(error);
+  }
+
+  complete(): void {
+    this.sourceDone = true;
+    this.drain();
+  }
+
+  unsubscribe(): void {
+    this.writing?.unsubscribe();
+    this.upstream?.unsubscribe();
+  }
+
+  private queued(): number {
+    return this.queue.length - this.head;
+  }
+
+  private pass(item: T): void {
+    const keep = this.options.keep;
+    if (keep === undefined || keep(item)) this.subscriber.next(item);
+  }
+
+  /** `first`: the commit of the queue's head, already requested by the fast path. */
+  private drain(first?: ObservableInput<unknown>): void {
+    while (!this.writing && !this.failed && this.queued() > 0) {
+      const item = this.queue[this.head++] as T;
+      if (this.head === this.queue.length) {
+        this.queue = [];
+        this.head = 0;
+      }
+      let pending: ObservableInput<unknown> | undefined | void = first;
+      first = undefined;
+      if (pending === undefined) {
+        try {
+          pending = this.options.commit(item);
+        } catch (error) {
+          return this.fail(error, item);
+        }
+      }
+      if (pending === undefined) {
+        this.pass(item);
+        continue;
+      }
+      let settled = false;
+      const write = from(pending).subscribe({
+        error: (error) => {
+          settled = true;
+          this.writing = undefined;
+          this.fail(error, item);
+        },
+        complete: () => {
+          settled = true;
+          this.writing = undefined;
+          this.pass(item);
+          this.drain();
+        },
+      });
+      if (!settled) this.writing = write;
+    }
+    if (!this.writing && !this.failed && this.sourceDone && this.queued() === 0) this.subscriber.complete();
+  }
+
+  private fail(error: unknown, item: T): void {
+    this.failed = true;
+    this.queue = [];
+    this.head = 0;
+    this.subscriber.next(this.options.onFailure(error, item));
+    this.subscriber.complete();
+  }
 }

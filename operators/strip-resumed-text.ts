@@ -8,7 +8,7 @@
 import { createHash, type Hash } from "node:crypto";
 import { EventType } from "@ag-ui/core";
 import type { OperatorFunction } from "rxjs";
-import { stageOperator, type Stage } from "./lib/stage.js";
+import { stageOperator, type Stage, type StageHandlers, type StageOutput } from "./lib/stage.js";
 import type { TextSegmentDigest } from "./types.js";
 
 export interface StripResumedTextOptions {
@@ -54,115 +54,124 @@ export function stripResumedText<T extends { type: string }>(
 
 /** stripResumedText as a Stage, for fuseStages (createAguiPipeline runs it fused with the projection). */
 export function stripResumedTextStage<T extends { type: string }>(options: StripResumedTextOptions = {}): Stage<T, T | TextSegmentDigest> {
-  return (out) => {
-    // The collections are made on first use: an idle stream holds few of them (an empty Set is ~150 B).
-    let known: Set<string> | undefined;
-    for (const digest of options.knownDigests ?? []) (known ??= new Set()).add(digest);
-    /** The running digest of each message's current segment (the text itself is not kept). */
-    let segments: Map<string, Segment> | undefined;
-    /** Message ids whose first text was already checked in this run. */
-    let checked: Set<string> | undefined;
-    /** TEXT_MESSAGE_START held until the message has something to show (a fully replayed text has not). */
-    let heldStarts: Map<string, T> | undefined;
-    let current: string | undefined;
-    // The message the last delta went to and its segment, while it lasts: the usual stream of deltas to one
-    // message then costs no lookup (shown already, so no start is held for it).
-    let lastId: string | undefined;
-    let lastSegment: Segment | undefined;
+  return (out) => new TextStripper<T>(options.knownDigests, out);
+}
 
-    const segmentOf = (messageId: string): Segment => {
-      let segment = segments?.get(messageId);
-      if (segment === undefined) {
-        segment = { hash: undefined, tail: "" };
-        (segments ??= new Map()).set(messageId, segment);
-      }
-      return segment;
-    };
+/** One subscription's segments: a class, since an idle run holds it (its methods on the prototype, not closures). */
+class TextStripper<T extends { type: string }> implements StageHandlers<T> {
+  readonly reads = READS;
+  // The collections are made on first use: an idle stream holds few of them (an empty Set is ~150 B).
+  private known: Set<string> | undefined;
+  /** The running digest of each message's current segment (the text itself is not kept). */
+  private segments: Map<string, Segment> | undefined;
+  /** Message ids whose first text was already checked in this run. */
+  private checked: Set<string> | undefined;
+  /** TEXT_MESSAGE_START held until the message has something to show (a fully replayed text has not). */
+  private heldStarts: Map<string, T> | undefined;
+  private current: string | undefined;
+  // The message the last delta went to and its segment, while it lasts: the usual stream of deltas to one
+  // message then costs no lookup (shown already, so no start is held for it).
+  private lastId: string | undefined;
+  private lastSegment: Segment | undefined;
 
-    const finish = (messageId: string) => {
-      const segment = segments?.get(messageId);
-      if (segment === undefined) return;
-      segments!.delete(messageId);
-      if (messageId === lastId) lastId = lastSegment = undefined;
-      const digest = (segment.hash ?? createHash("sha256")).update(segment.tail, "utf8").digest("hex");
-      if (known?.has(digest)) return;
-      (known ??= new Set()).add(digest);
-      out.next({ type: "IAC_CODE_TEXT_SEGMENT", digest });
-    };
+  constructor(
+    knownDigests: Iterable<string> | undefined,
+    private readonly out: StageOutput<T | TextSegmentDigest>,
+  ) {
+    for (const digest of knownDigests ?? []) (this.known ??= new Set()).add(digest);
+  }
 
-    const show = (item: T, messageId: string, delta: string) => {
-      const start = heldStarts?.get(messageId);
-      if (start !== undefined) {
-        heldStarts!.delete(messageId);
-        out.next(start);
-      }
-      out.next(delta === (item as TextItem).delta ? item : ({ ...item, delta } as T));
-    };
+  next(item: T): void {
+    const e = item as unknown as TextItem;
+    switch (e.type) {
+      case EventType.TEXT_MESSAGE_START:
+        if (e.messageId !== undefined && !e.messageId.startsWith(PIPELINE_MESSAGE) && !this.checked?.has(e.messageId)) {
+          (this.heldStarts ??= new Map()).set(e.messageId, item);
+          return;
+        }
+        break;
+      case EventType.TEXT_MESSAGE_CONTENT:
+        if (e.messageId !== undefined && typeof e.delta === "string") return this.content(item, e.messageId, e.delta);
+        break;
+      case EventType.TEXT_MESSAGE_END:
+        if (e.messageId === undefined) break;
+        this.finish(e.messageId);
+        if (this.current === e.messageId) this.current = undefined;
+        // Never opened for the client: its only text was a replay.
+        if (this.heldStarts?.delete(e.messageId)) return;
+        break;
+      case EventType.TOOL_CALL_START:
+        if (this.current !== undefined) this.finish(this.current);
+        if (e.parentMessageId !== undefined && this.heldStarts?.has(e.parentMessageId)) {
+          const { parentMessageId: _unopened, ...rest } = e;
+          return this.out.next(rest as unknown as T);
+        }
+        break;
+      case EventType.TOOL_CALL_ARGS:
+        // The tool's input is complete (TOOL_CALL_ARGS is emitted only then).
+        if (this.current !== undefined) this.finish(this.current);
+        break;
+      case EventType.RUN_FINISHED:
+      case EventType.RUN_ERROR:
+        if (this.segments) for (const messageId of [...this.segments.keys()]) this.finish(messageId);
+        this.heldStarts?.clear();
+        break;
+    }
+    this.out.next(item);
+  }
 
-    const content = (item: T, messageId: string, delta: string) => {
-      current = messageId;
-      if (messageId === lastId) {
-        append(lastSegment!, delta);
-        return out.next(item);
-      }
-      if (messageId.startsWith(PIPELINE_MESSAGE) || checked?.has(messageId)) {
-        lastSegment = append(segmentOf(messageId), delta);
-        lastId = messageId;
-        return show(item, messageId, delta);
-      }
-      (checked ??= new Set()).add(messageId);
-      const replayed = known === undefined ? 0 : replayedPrefixLength(delta, known);
-      if (replayed === 0) {
-        lastSegment = append(segmentOf(messageId), delta);
-        lastId = messageId;
-        return show(item, messageId, delta);
-      }
-      // The whole replay is this message's text so far: the next segment digest covers all of it.
-      append(segmentOf(messageId), delta);
-      const rest = delta.slice(replayed);
-      if (rest !== "") show(item, messageId, rest);
-    };
+  private segmentOf(messageId: string): Segment {
+    let segment = this.segments?.get(messageId);
+    if (segment === undefined) {
+      segment = { hash: undefined, tail: "" };
+      (this.segments ??= new Map()).set(messageId, segment);
+    }
+    return segment;
+  }
 
-    const next = (item: T) => {
-      const e = item as unknown as TextItem;
-      switch (e.type) {
-        case EventType.TEXT_MESSAGE_START:
-          if (e.messageId !== undefined && !e.messageId.startsWith(PIPELINE_MESSAGE) && !checked?.has(e.messageId)) {
-            (heldStarts ??= new Map()).set(e.messageId, item);
-            return;
-          }
-          break;
-        case EventType.TEXT_MESSAGE_CONTENT:
-          if (e.messageId !== undefined && typeof e.delta === "string") return content(item, e.messageId, e.delta);
-          break;
-        case EventType.TEXT_MESSAGE_END:
-          if (e.messageId === undefined) break;
-          finish(e.messageId);
-          if (current === e.messageId) current = undefined;
-          // Never opened for the client: its only text was a replay.
-          if (heldStarts?.delete(e.messageId)) return;
-          break;
-        case EventType.TOOL_CALL_START:
-          if (current !== undefined) finish(current);
-          if (e.parentMessageId !== undefined && heldStarts?.has(e.parentMessageId)) {
-            const { parentMessageId: _unopened, ...rest } = e;
-            return out.next(rest as unknown as T);
-          }
-          break;
-        case EventType.TOOL_CALL_ARGS:
-          // The tool's input is complete (TOOL_CALL_ARGS is emitted only then).
-          if (current !== undefined) finish(current);
-          break;
-        case EventType.RUN_FINISHED:
-        case EventType.RUN_ERROR:
-          if (segments) for (const messageId of [...segments.keys()]) finish(messageId);
-          heldStarts?.clear();
-          break;
-      }
-      out.next(item);
-    };
-    return { next, reads: READS };
-  };
+  private finish(messageId: string): void {
+    const segment = this.segments?.get(messageId);
+    if (segment === undefined) return;
+    this.segments!.delete(messageId);
+    if (messageId === this.lastId) this.lastId = this.lastSegment = undefined;
+    const digest = (segment.hash ?? createHash("sha256")).update(segment.tail, "utf8").digest("hex");
+    if (this.known?.has(digest)) return;
+    (this.known ??= new Set()).add(digest);
+    this.out.next({ type: "IAC_CODE_TEXT_SEGMENT", digest });
+  }
+
+  private show(item: T, messageId: string, delta: string): void {
+    const start = this.heldStarts?.get(messageId);
+    if (start !== undefined) {
+      this.heldStarts!.delete(messageId);
+      this.out.next(start);
+    }
+    this.out.next(delta === (item as unknown as TextItem).delta ? item : ({ ...item, delta } as T));
+  }
+
+  private content(item: T, messageId: string, delta: string): void {
+    this.current = messageId;
+    if (messageId === this.lastId) {
+      append(this.lastSegment!, delta);
+      return this.out.next(item);
+    }
+    if (messageId.startsWith(PIPELINE_MESSAGE) || this.checked?.has(messageId)) {
+      this.lastSegment = append(this.segmentOf(messageId), delta);
+      this.lastId = messageId;
+      return this.show(item, messageId, delta);
+    }
+    (this.checked ??= new Set()).add(messageId);
+    const replayed = this.known === undefined ? 0 : replayedPrefixLength(delta, this.known);
+    if (replayed === 0) {
+      this.lastSegment = append(this.segmentOf(messageId), delta);
+      this.lastId = messageId;
+      return this.show(item, messageId, delta);
+    }
+    // The whole replay is this message's text so far: the next segment digest covers all of it.
+    append(this.segmentOf(messageId), delta);
+    const rest = delta.slice(replayed);
+    if (rest !== "") this.show(item, messageId, rest);
+  }
 }
 
 function append(segment: Segment, delta: string): Segment {

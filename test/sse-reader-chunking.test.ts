@@ -1,11 +1,9 @@
-// The SSE reader feeds each chunk to the record parser in two parts (up to its first line end, then the rest)
+// The SSE frame decoder feeds each chunk to the record parser in two parts (up to its first line end, then the rest)
 // and decodes repeated text deltas from their templates: whatever way the body is cut, the frames read are the
 // ones of the whole body read at once, and a bad record fails the stream at the same frame.
-import { Readable } from "node:stream";
-import { Observable } from "rxjs";
+import { StringDecoder } from "node:string_decoder";
 import { describe, expect, it } from "vitest";
-import { IdleWatch } from "../src/a2a/idle-watch.js";
-import { readSseBody } from "../src/a2a/sse-reader.js";
+import { SseFrameDecoder } from "../src/a2a/sse-reader.js";
 
 function delta(text: string, messageId = "m1"): string {
   return JSON.stringify({
@@ -45,24 +43,20 @@ function body(seed: number, withBadRecord: boolean): string {
 }
 
 async function read(chunks: readonly Buffer[]): Promise<{ frames: string[]; error?: string }> {
+  const decoder = new SseFrameDecoder();
+  const text = new StringDecoder("utf8");
   const frames: string[] = [];
-  let error: string | undefined;
-  await new Promise<void>((resolve) => {
-    new Observable<unknown>((subscriber) => {
-      readSseBody(Readable.from(chunks, { objectMode: false }), subscriber as never, undefined, new IdleWatch(0, () => {})).then(
-        () => subscriber.complete(),
-        (e: unknown) => subscriber.error(e),
-      );
-    }).subscribe({
-      next: (frame) => frames.push(JSON.stringify(frame)),
-      error: (e: unknown) => {
-        error = e instanceof Error ? e.message : String(e);
-        resolve();
-      },
-      complete: resolve,
-    });
-  });
-  return { frames, ...(error !== undefined && { error }) };
+  const take = () => {
+    for (const frame of decoder.take()) frames.push(JSON.stringify(frame));
+  };
+  for (const chunk of chunks) {
+    decoder.feed(text.write(chunk));
+    take();
+    if (decoder.failure) break;
+  }
+  if (!decoder.failure) decoder.feed(text.end());
+  take();
+  return { frames, ...(decoder.failure !== undefined && { error: decoder.failure.message }) };
 }
 
 function cuts(bytes: Buffer, seed: number): Buffer[] {

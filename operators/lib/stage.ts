@@ -14,7 +14,7 @@ export interface StageOutput<O> {
   complete(): void;
 }
 
-/** One subscription's worth of a stage; error and complete default to passing the signal on. */
+/** One subscription's worth of a stage (an object literal or a class instance); error and complete default to passing the signal on. */
 export interface StageHandlers<I> {
   next(item: I): void;
   error?(error: unknown): void;
@@ -129,11 +129,12 @@ class FusedChain implements OperatorHandlers<unknown> {
     if (this.done[k]) return;
     this.done[k] = this.anyDone = true;
     if (k === this.n) return kind === "error" ? this.subscriber.error(error) : this.subscriber.complete();
-    const handle = this.handlers[k]![kind];
-    if (!handle) return this.signal(k + 1, kind, error);
+    const handlers = this.handlers[k]!;
+    if (!handlers[kind]) return this.signal(k + 1, kind, error);
+    // Called on the handlers, not detached: a stage may be a class instance with its methods on the prototype.
     try {
-      if (kind === "error") handle(error);
-      else (handle as () => void)();
+      if (kind === "error") handlers.error!(error);
+      else handlers.complete!();
     } catch (thrown) {
       this.signal(k + 1, "error", this.wrapOf(k)(thrown));
     }

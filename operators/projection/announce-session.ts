@@ -6,7 +6,7 @@
 import { EventType } from "@ag-ui/core";
 import type { OperatorFunction } from "rxjs";
 import type { ProjectionFact } from "../facts.js";
-import { stageOperator, type Stage } from "../lib/stage.js";
+import { stageOperator, type Stage, type StageHandlers, type StageOutput } from "../lib/stage.js";
 import type { IacCodeSignal } from "../types.js";
 import type { FramePart } from "./parts.js";
 
@@ -45,50 +45,66 @@ export function announceSession<T extends { type: string }>(options: AnnounceSes
 
 /** announceSession as a Stage, for fuseStages (projectA2A runs the eight stages fused). */
 export function announceSessionStage<T extends { type: string }>(options: AnnounceSessionOptions): Stage<T, Exclude<T, FramePart> | IacCodeSignal> {
-  return (out) => {
-    const session = options.session;
-    let taskId = options.taskId;
-    let sessionId = session?.sessionId;
-    let announced = session === undefined;
-    let announceAtEnd = false;
-    const announce = (timestamp: number) => {
-      if (announced || !session) return;
-      announced = true;
-      out.next({
-        type: "IAC_CODE_SIGNAL",
-        namespace: "session",
-        value: {
-          schemaVersion: 1,
-          threadId: options.threadId,
-          aguiRunId: options.runId,
-          executionId: session.executionId,
-          contextId: options.contextId ?? null,
-          taskId: taskId ?? null,
-          rosInvocationId: session.rosInvocationId,
-          sessionId: sessionId ?? null,
-        },
-        timestamp,
-      });
-    };
-    const next = (item: T) => {
-      switch (item.type) {
-        case "A2A_FRAME":
-          if (session?.emitOn === "first-frame" || (taskId !== undefined && sessionId !== undefined)) announce((item as unknown as FramePart).time);
-          return;
-        case "IAC_CODE_FACT": {
-          const known = item as unknown as ProjectionFact;
-          if (known.fact === "taskId") taskId = known.taskId;
-          else if (known.fact === "sessionId") sessionId = known.sessionId;
-          else if (known.fact === "outcome") announceAtEnd = known.endedBy === "kernel";
-          break;
+  return (out) => new SessionAnnouncer<T>(options, out);
+}
+
+/** One subscription's announcement: a class, since an idle run holds it (its methods on the prototype, not closures). */
+class SessionAnnouncer<T extends { type: string }> implements StageHandlers<T> {
+  readonly reads = READS;
+  private taskId: string | undefined;
+  private sessionId: string | undefined;
+  private announced: boolean;
+  private announceAtEnd = false;
+
+  constructor(
+    private readonly options: AnnounceSessionOptions,
+    private readonly out: StageOutput<Exclude<T, FramePart> | IacCodeSignal>,
+  ) {
+    this.taskId = options.taskId;
+    this.sessionId = options.session?.sessionId;
+    this.announced = options.session === undefined;
+  }
+
+  next(item: T): void {
+    switch (item.type) {
+      case "A2A_FRAME":
+        if (this.options.session?.emitOn === "first-frame" || (this.taskId !== undefined && this.sessionId !== undefined)) {
+          this.announce((item as unknown as FramePart).time);
         }
-        case EventType.RUN_FINISHED:
-        case EventType.RUN_ERROR:
-          if (announceAtEnd) announce((item as unknown as { timestamp: number }).timestamp);
-          break;
+        return;
+      case "IAC_CODE_FACT": {
+        const known = item as unknown as ProjectionFact;
+        if (known.fact === "taskId") this.taskId = known.taskId;
+        else if (known.fact === "sessionId") this.sessionId = known.sessionId;
+        else if (known.fact === "outcome") this.announceAtEnd = known.endedBy === "kernel";
+        break;
       }
-      out.next(item as Exclude<T, FramePart>);
-    };
-    return { next, reads: READS };
-  };
+      case EventType.RUN_FINISHED:
+      case EventType.RUN_ERROR:
+        if (this.announceAtEnd) this.announce((item as unknown as { timestamp: number }).timestamp);
+        break;
+    }
+    this.out.next(item as Exclude<T, FramePart>);
+  }
+
+  private announce(timestamp: number): void {
+    const { session, threadId, runId, contextId } = this.options;
+    if (this.announced || !session) return;
+    this.announced = true;
+    this.out.next({
+      type: "IAC_CODE_SIGNAL",
+      namespace: "session",
+      value: {
+        schemaVersion: 1,
+        threadId,
+        aguiRunId: runId,
+        executionId: session.executionId,
+        contextId: contextId ?? null,
+        taskId: this.taskId ?? null,
+        rosInvocationId: session.rosInvocationId,
+        sessionId: this.sessionId ?? null,
+      },
+      timestamp,
+    });
+  }
 }

@@ -9,7 +9,7 @@ import { fact, type ProjectionFact } from "../facts.js";
 import { FAILED_STATES, unprocessableFrame } from "../lib/a2a-read.js";
 import type { Translate } from "../lib/interrupts.js";
 import { runErrorEvent } from "../lib/run-error-event.js";
-import { stageOperator, type Stage } from "../lib/stage.js";
+import { stageOperator, type Stage, type StageHandlers, type StageOutput } from "../lib/stage.js";
 import { RunError, type AguiEvent, type RunErrorCode } from "../types.js";
 import type { InterruptEndPart, StatePart, UsageTotalsPart } from "./parts.js";
 import { OPERATOR_TEXTS } from "../messages.js";
@@ -54,88 +54,115 @@ export function mapTerminal<T extends { type: string }>(options: MapTerminalOpti
 
 /** mapTerminal as a Stage, for fuseStages (projectA2A runs the eight stages fused). */
 export function mapTerminalStage<T extends { type: string }>(options: MapTerminalOptions): Stage<T, Exclude<T, Consumed> | AguiEvent | ProjectionFact> {
-  const scheduler = options.scheduler ?? asyncScheduler;
-  const translate = options.translate ?? identity;
-  return (out) => {
-    const { threadId, runId } = options;
-    let usage: TokenUsage[] | undefined;
-    let finished = false;
-    const now = () => Math.floor(scheduler.now());
-    const withUsage = (event: Record<string, unknown>) => (usage ? { ...event, usage } : event) as AguiEvent;
+  return (out) => new TerminalMapper<T>(options, out);
+}
 
-    const finish = (terminal: AguiEvent, ended: ProjectionFact) => {
-      if (finished) return;
-      finished = true;
-      out.next(ended);
-      out.next(terminal);
-      out.complete();
-    };
+/** One subscription's lifecycle: a class, since an idle run holds it (its methods on the prototype, not closures). */
+class TerminalMapper<T extends { type: string }> implements StageHandlers<T> {
+  readonly reads = READS;
+  private usage: TokenUsage[] | undefined;
+  private finished = false;
+  private readonly scheduler: SchedulerLike;
+  private readonly translate: Translate;
 
-    // AG-UI 1.0's RUN_ERROR has no thread or run id; @ag-ui/client strips them with a warning.
-    const runError = (code: RunErrorCode | string, english: string, timestamp: number, endedBy: "kernel" | "error") =>
-      finish(
-        runErrorEvent(new RunError(code as RunErrorCode, english), {
-          timestamp,
-          translate,
-          ...(options.language !== undefined && { language: options.language }),
-          ...(usage && { usage }),
-        }),
-        fact("outcome", { outcome: "failed", code, endedBy }),
-      );
-
-    const success = (timestamp: number) =>
-      finish(
-        withUsage({ type: EventType.RUN_FINISHED, threadId, runId, outcome: { type: "success" }, timestamp }),
-        fact("outcome", { outcome: "success", endedBy: "kernel" }),
-      );
-
-    const fromState = (state: string, timestamp: number) => {
-      if (state === "completed" || state === "input-required") success(timestamp);
-      else if (state === "canceled") runError("CANCELLED", ERROR_TEXT.CANCELLED, timestamp, "kernel");
-      else if (FAILED_STATES.has(state)) runError("A2A_EXECUTION_FAILED", ERROR_TEXT.A2A_EXECUTION_FAILED, timestamp, "kernel");
-    };
-    // A stream that ends before a state ended the turn (while WORKING, or stating nothing) did not finish it.
-    const unfinished = () => runError("A2A_EXECUTION_FAILED", ERROR_TEXT.A2A_EXECUTION_FAILED, now(), "kernel");
-
-    const next = (item: T) => {
-      if (finished) return;
-      const part = item as unknown as Consumed;
-      switch (part.type) {
-        case "A2A_USAGE_TOTALS":
-          usage = part.usage;
-          return;
-        case "A2A_INTERRUPT_END":
-          return finish(
-            withUsage({ type: EventType.RUN_FINISHED, threadId, runId, outcome: { type: "interrupt", interrupts: part.interrupts }, timestamp: part.time }),
-            fact("outcome", { outcome: "interrupt", endedBy: "kernel" }),
-          );
-        case "A2A_STATE":
-          return fromState(part.state, part.time);
-      }
-      out.next(item as Exclude<T, Consumed>);
-    };
-
-    const fail = (error: unknown) => {
-      if (error instanceof RunError) runError(error.code, error.message, now(), "error");
-      else runError("A2A_UNAVAILABLE", ERROR_TEXT.A2A_UNAVAILABLE, now(), "error");
-    };
-
+  constructor(
+    private readonly options: MapTerminalOptions,
+    private readonly out: StageOutput<Exclude<T, Consumed> | AguiEvent | ProjectionFact>,
+  ) {
+    this.scheduler = options.scheduler ?? asyncScheduler;
+    this.translate = options.translate ?? identity;
     if (options.runStarted ?? true) {
       out.next({
         type: EventType.RUN_STARTED,
-        threadId,
-        runId,
+        threadId: options.threadId,
+        runId: options.runId,
         ...(options.parentRunId !== undefined && { parentRunId: options.parentRunId }),
-        timestamp: now(),
+        timestamp: this.now(),
       } as AguiEvent);
     }
-    const read = (item: T) => {
-      try {
-        next(item);
-      } catch (thrown) {
-        fail(unprocessableFrame(thrown));
-      }
-    };
-    return { next: read, error: fail, complete: unfinished, reads: READS };
-  };
+  }
+
+  next(item: T): void {
+    try {
+      this.read(item);
+    } catch (thrown) {
+      this.error(unprocessableFrame(thrown));
+    }
+  }
+
+  error(error: unknown): void {
+    if (error instanceof RunError) this.runError(error.code, error.message, this.now(), "error");
+    else this.runError("A2A_UNAVAILABLE", ERROR_TEXT.A2A_UNAVAILABLE, this.now(), "error");
+  }
+
+  // A stream that ends before a state ended the turn (while WORKING, or stating nothing) did not finish it.
+  complete(): void {
+    this.runError("A2A_EXECUTION_FAILED", ERROR_TEXT.A2A_EXECUTION_FAILED, this.now(), "kernel");
+  }
+
+  private read(item: T): void {
+    if (this.finished) return;
+    const part = item as unknown as Consumed;
+    switch (part.type) {
+      case "A2A_USAGE_TOTALS":
+        this.usage = part.usage;
+        return;
+      case "A2A_INTERRUPT_END":
+        return this.finish(
+          this.withUsage({
+            type: EventType.RUN_FINISHED,
+            threadId: this.options.threadId,
+            runId: this.options.runId,
+            outcome: { type: "interrupt", interrupts: part.interrupts },
+            timestamp: part.time,
+          }),
+          fact("outcome", { outcome: "interrupt", endedBy: "kernel" }),
+        );
+      case "A2A_STATE":
+        return this.fromState(part.state, part.time);
+    }
+    this.out.next(item as Exclude<T, Consumed>);
+  }
+
+  private now(): number {
+    return Math.floor(this.scheduler.now());
+  }
+
+  private withUsage(event: Record<string, unknown>): AguiEvent {
+    return (this.usage ? { ...event, usage: this.usage } : event) as AguiEvent;
+  }
+
+  private finish(terminal: AguiEvent, ended: ProjectionFact): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.out.next(ended);
+    this.out.next(terminal);
+    this.out.complete();
+  }
+
+  // AG-UI 1.0's RUN_ERROR has no thread or run id; @ag-ui/client strips them with a warning.
+  private runError(code: RunErrorCode | string, english: string, timestamp: number, endedBy: "kernel" | "error"): void {
+    this.finish(
+      runErrorEvent(new RunError(code as RunErrorCode, english), {
+        timestamp,
+        translate: this.translate,
+        ...(this.options.language !== undefined && { language: this.options.language }),
+        ...(this.usage && { usage: this.usage }),
+      }),
+      fact("outcome", { outcome: "failed", code, endedBy }),
+    );
+  }
+
+  private fromState(state: string, timestamp: number): void {
+    if (state === "completed" || state === "input-required") this.success(timestamp);
+    else if (state === "canceled") this.runError("CANCELLED", ERROR_TEXT.CANCELLED, timestamp, "kernel");
+    else if (FAILED_STATES.has(state)) this.runError("A2A_EXECUTION_FAILED", ERROR_TEXT.A2A_EXECUTION_FAILED, timestamp, "kernel");
+  }
+
+  private success(timestamp: number): void {
+    this.finish(
+      this.withUsage({ type: EventType.RUN_FINISHED, threadId: this.options.threadId, runId: this.options.runId, outcome: { type: "success" }, timestamp }),
+      fact("outcome", { outcome: "success", endedBy: "kernel" }),
+    );
+  }
 }

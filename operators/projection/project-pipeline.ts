@@ -9,7 +9,7 @@ import { asyncScheduler, type OperatorFunction, type SchedulerLike } from "rxjs"
 import { fact, type ProjectionFact } from "../facts.js";
 import { unprocessableFrame } from "../lib/a2a-read.js";
 import { canonicalJson, isObject, toCount } from "../lib/json.js";
-import { stageOperator, type Stage } from "../lib/stage.js";
+import { stageOperator, type Stage, type StageHandlers, type StageOutput } from "../lib/stage.js";
 import type { AguiEvent, IacCodeSignal, JsonObject } from "../types.js";
 import type { PipelineEnvelopePart, PipelineSnapshotPart, ProjectionPart } from "./parts.js";
 
@@ -41,105 +41,125 @@ export function projectPipeline<T extends { type: string }>(options: ProjectPipe
 /** projectPipeline as a Stage, for fuseStages (projectA2A runs the eight stages fused). */
 export function projectPipelineStage<T extends { type: string }>(options: ProjectPipelineOptions): Stage<T, Out<T>> {
   const scheduler = options.scheduler ?? asyncScheduler;
-  return (out) => {
-    const emit = (item: Out<T>) => out.next(item);
-    // Made on first use (durableSteps: only for a non-empty seed): an idle stream holds none (each empty Set is ~150 B).
-    let durableSteps: Set<string> | undefined;
-    let runSteps: Set<string> | undefined;
-    for (const key of options.openSteps ?? []) (durableSteps ??= new Set()).add(key);
-    // A recovery snapshot may name another.
-    let pipelineRunId = `pipeline-${options.threadId}`;
-    let cursor = 0;
+  return (out) => new PipelineProjector<T>(options, scheduler, out);
+}
 
-    const step = (type: EventType.STEP_STARTED | EventType.STEP_FINISHED, key: string, timestamp: number) =>
-      emit({ type, stepName: stepName(key), timestamp } as AguiEvent);
-    const reportSteps = () => emit(fact("openSteps", { openSteps: [...(durableSteps ?? [])].sort() }));
-    const advance = (sequence: number | undefined) => {
-      if (sequence === undefined || sequence <= cursor) return;
-      cursor = sequence;
-      emit(fact("pipelineCursor", { sequence }));
-    };
+/** One subscription's pipeline steps: a class, since an idle run holds it (its methods on the prototype, not closures). */
+class PipelineProjector<T extends { type: string }> implements StageHandlers<T> {
+  readonly reads = READS;
+  // Made on first use (durableSteps: only for a non-empty seed): an idle stream holds none (each empty Set is ~150 B).
+  private durableSteps: Set<string> | undefined;
+  private runSteps: Set<string> | undefined;
+  // A recovery snapshot may name another.
+  private pipelineRunId: string;
+  private cursor = 0;
 
-    const envelope = ({ envelope, time }: PipelineEnvelopePart) => {
-      const eventType = typeof envelope.eventType === "string" ? envelope.eventType : "";
-      const data = isObject(envelope.data) ? envelope.data : {};
-      const messageId = pipelineMessageId(pipelineRunId, envelope);
-      advance(toCount(envelope.sequence));
-      switch (eventType) {
-        case "text_delta":
-          if (typeof data.text === "string") emit({ type: "A2A_TEXT", time, delta: data.text, messageId, parallel: true });
-          break;
-        case "thinking_delta":
-          emit({ type: "A2A_REASONING", time, thinking: data, ownerMessageId: messageId });
-          break;
-        case "tool_started":
-          emit({
-            type: "A2A_TOOL_CALL",
-            time,
-            toolUseId: data.toolUseId,
-            name: typeof data.toolName === "string" && data.toolName ? data.toolName : "tool",
-            parentMessageId: messageId,
-            ofCurrentMessage: false,
-            args: canonicalJson(data.input ?? {}),
-          });
-          break;
-        case "tool_result":
-          emit({ type: "A2A_TOOL_RESULT", time, toolUseId: data.toolUseId, result: data.result });
-          break;
-        case "usage":
-          emit({ type: "A2A_USAGE", time, usage: data });
-          break;
-      }
-      const key = stepKeyOf(envelope);
-      if (key !== undefined) {
-        if (STEP_START_TYPES.has(eventType)) {
-          (durableSteps ??= new Set()).add(key);
-          if (!runSteps?.has(key)) {
-            (runSteps ??= new Set()).add(key);
-            step(EventType.STEP_STARTED, key, time);
-          }
-          reportSteps();
-        } else if (STEP_FINISH_TYPES.has(eventType)) {
-          const wasDurable = durableSteps?.delete(key) ?? false;
-          if (runSteps?.delete(key)) {
-            step(EventType.STEP_FINISHED, key, time);
-          } else {
-            // The completion of a step this run never opened (its start was missed): a zero-length pair.
-            step(EventType.STEP_STARTED, key, time);
-            step(EventType.STEP_FINISHED, key, time);
-          }
-          if (wasDurable) reportSteps();
-        }
-      }
-      emit({ type: "IAC_CODE_SIGNAL", namespace: "pipeline", value: envelope, timestamp: time });
-    };
-
-    /** The kernel's pipeline state fetched before a resume: one ACTIVITY_SNAPSHOT, replacing the client's view. */
-    const snapshot = ({ snapshot, time }: PipelineSnapshotPart) => {
-      if (typeof snapshot.pipelineRunId === "string" && snapshot.pipelineRunId !== "") pipelineRunId = snapshot.pipelineRunId;
-      emit({
-        type: EventType.ACTIVITY_SNAPSHOT,
-        messageId: `pipeline:${pipelineRunId}`,
-        activityType: "iac-code.pipeline.v1",
-        content: { schemaVersion: 1, pipelineRunId, snapshot },
-        replace: true,
-        timestamp: time,
-      } as AguiEvent);
-      advance(toCount(snapshot.lastSequence));
-    };
-
+  constructor(
+    options: ProjectPipelineOptions,
+    scheduler: SchedulerLike,
+    private readonly out: StageOutput<Out<T>>,
+  ) {
+    for (const key of options.openSteps ?? []) (this.durableSteps ??= new Set()).add(key);
+    this.pipelineRunId = `pipeline-${options.threadId}`;
     const opened = Math.floor(scheduler.now());
-    for (const key of [...(durableSteps ?? [])].sort()) {
-      (runSteps ??= new Set()).add(key);
-      step(EventType.STEP_STARTED, key, opened);
+    for (const key of [...(this.durableSteps ?? [])].sort()) {
+      (this.runSteps ??= new Set()).add(key);
+      this.step(EventType.STEP_STARTED, key, opened);
     }
-    const next = (item: T) => {
-      if (item.type === "A2A_PIPELINE_ENVELOPE") return envelope(item as unknown as PipelineEnvelopePart);
-      if (item.type === "A2A_PIPELINE_SNAPSHOT") return snapshot(item as unknown as PipelineSnapshotPart);
-      emit(item as Out<T>);
-    };
-    return { next, reads: READS };
-  };
+  }
+
+  next(item: T): void {
+    if (item.type === "A2A_PIPELINE_ENVELOPE") return this.envelope(item as unknown as PipelineEnvelopePart);
+    if (item.type === "A2A_PIPELINE_SNAPSHOT") return this.snapshot(item as unknown as PipelineSnapshotPart);
+    this.emit(item as Out<T>);
+  }
+
+  private emit(item: Out<T>): void {
+    this.out.next(item);
+  }
+
+  private step(type: EventType.STEP_STARTED | EventType.STEP_FINISHED, key: string, timestamp: number): void {
+    this.emit({ type, stepName: stepName(key), timestamp } as AguiEvent);
+  }
+
+  private reportSteps(): void {
+    this.emit(fact("openSteps", { openSteps: [...(this.durableSteps ?? [])].sort() }));
+  }
+
+  private advance(sequence: number | undefined): void {
+    if (sequence === undefined || sequence <= this.cursor) return;
+    this.cursor = sequence;
+    this.emit(fact("pipelineCursor", { sequence }));
+  }
+
+  private envelope({ envelope, time }: PipelineEnvelopePart): void {
+    const eventType = typeof envelope.eventType === "string" ? envelope.eventType : "";
+    const data = isObject(envelope.data) ? envelope.data : {};
+    const messageId = pipelineMessageId(this.pipelineRunId, envelope);
+    this.advance(toCount(envelope.sequence));
+    switch (eventType) {
+      case "text_delta":
+        if (typeof data.text === "string") this.emit({ type: "A2A_TEXT", time, delta: data.text, messageId, parallel: true });
+        break;
+      case "thinking_delta":
+        this.emit({ type: "A2A_REASONING", time, thinking: data, ownerMessageId: messageId });
+        break;
+      case "tool_started":
+        this.emit({
+          type: "A2A_TOOL_CALL",
+          time,
+          toolUseId: data.toolUseId,
+          name: typeof data.toolName === "string" && data.toolName ? data.toolName : "tool",
+          parentMessageId: messageId,
+          ofCurrentMessage: false,
+          args: canonicalJson(data.input ?? {}),
+        });
+        break;
+      case "tool_result":
+        this.emit({ type: "A2A_TOOL_RESULT", time, toolUseId: data.toolUseId, result: data.result });
+        break;
+      case "usage":
+        this.emit({ type: "A2A_USAGE", time, usage: data });
+        break;
+    }
+    const key = stepKeyOf(envelope);
+    if (key !== undefined) {
+      if (STEP_START_TYPES.has(eventType)) {
+        (this.durableSteps ??= new Set()).add(key);
+        if (!this.runSteps?.has(key)) {
+          (this.runSteps ??= new Set()).add(key);
+          this.step(EventType.STEP_STARTED, key, time);
+        }
+        this.reportSteps();
+      } else if (STEP_FINISH_TYPES.has(eventType)) {
+        const wasDurable = this.durableSteps?.delete(key) ?? false;
+        if (this.runSteps?.delete(key)) {
+          this.step(EventType.STEP_FINISHED, key, time);
+        } else {
+          // The completion of a step this run never opened (its start was missed): a zero-length pair.
+          this.step(EventType.STEP_STARTED, key, time);
+          this.step(EventType.STEP_FINISHED, key, time);
+        }
+        if (wasDurable) this.reportSteps();
+      }
+    }
+    this.emit({ type: "IAC_CODE_SIGNAL", namespace: "pipeline", value: envelope, timestamp: time });
+  }
+
+  /** The kernel's pipeline state fetched before a resume: one ACTIVITY_SNAPSHOT, replacing the client's view. */
+  private snapshot({ snapshot, time }: PipelineSnapshotPart): void {
+    if (typeof snapshot.pipelineRunId === "string" && snapshot.pipelineRunId !== "") this.pipelineRunId = snapshot.pipelineRunId;
+    const pipelineRunId = this.pipelineRunId;
+    this.emit({
+      type: EventType.ACTIVITY_SNAPSHOT,
+      messageId: `pipeline:${pipelineRunId}`,
+      activityType: "iac-code.pipeline.v1",
+      content: { schemaVersion: 1, pipelineRunId, snapshot },
+      replace: true,
+      timestamp: time,
+    } as AguiEvent);
+    this.advance(toCount(snapshot.lastSequence));
+  }
 }
 
 /**

@@ -8,7 +8,7 @@ import { EventType } from "@ag-ui/core";
 import type { OperatorFunction } from "rxjs";
 import { unprocessableFrame } from "../lib/a2a-read.js";
 import { canonicalJson, isObject } from "../lib/json.js";
-import { stageOperator, type Stage } from "../lib/stage.js";
+import { stageOperator, type Stage, type StageHandlers, type StageOutput } from "../lib/stage.js";
 import type { AguiEvent } from "../types.js";
 import type { ReasoningPart, StatusTextPart, TextPart, ToolCallPart, ToolResultPart } from "./parts.js";
 
@@ -42,126 +42,139 @@ export function projectSpans<T extends { type: string }>(options: ProjectSpansOp
 /** projectSpans as a Stage, for fuseStages (projectA2A runs the eight stages fused). */
 export function projectSpansStage<T extends { type: string }>(options: ProjectSpansOptions): Stage<T, Exclude<T, SpanPart> | AguiEvent> {
   const newId = options.newId ?? defaultNewId;
-  return (out) => {
-    // Made on first use: an idle stream holds none (each empty Set is ~150 B).
-    let openMessages: Set<string> | undefined;
-    let openReasoning: Set<string> | undefined;
-    let openTools: Set<string> | undefined;
-    let endedTools: Set<string> | undefined;
-    let toolResults: Set<string> | undefined;
-    let currentMessage: string | undefined;
-    let textShown = false;
-    const emit = (event: object) => out.next(event as AguiEvent);
+  return (out) => new SpanProjector<T>(options.runId, newId, out);
+}
 
-    const closeReasoning = (timestamp: number) => {
-      if (openReasoning === undefined || openReasoning.size === 0) return;
-      for (const messageId of [...openReasoning].sort()) {
-        emit({ type: EventType.REASONING_MESSAGE_END, messageId, timestamp });
-        emit({ type: EventType.REASONING_END, messageId, timestamp });
+/** One subscription's open spans: a class, since an idle run holds it (its methods on the prototype, not closures). */
+class SpanProjector<T extends { type: string }> implements StageHandlers<T> {
+  readonly reads = READS;
+  // Made on first use: an idle stream holds none (each empty Set is ~150 B).
+  private openMessages: Set<string> | undefined;
+  private openReasoning: Set<string> | undefined;
+  private openTools: Set<string> | undefined;
+  private endedTools: Set<string> | undefined;
+  private toolResults: Set<string> | undefined;
+  private currentMessage: string | undefined;
+  private textShown = false;
+
+  constructor(
+    private readonly runId: string,
+    private readonly newId: () => string,
+    private readonly out: StageOutput<Exclude<T, SpanPart> | AguiEvent>,
+  ) {}
+
+  next(item: T): void {
+    const part = item as unknown as SpanPart;
+    switch (part.type) {
+      case "A2A_TEXT":
+        return this.text(part.delta, part.messageId, part.parallel, part.time);
+      case "A2A_STATUS_TEXT":
+        return this.statusText(part);
+      case "A2A_REASONING":
+        return this.reasoning(part);
+      case "A2A_TOOL_CALL":
+        return this.toolCall(part);
+      case "A2A_TOOL_RESULT":
+        return this.toolResult(part);
+    }
+    this.out.next(item as Exclude<T, SpanPart>);
+  }
+
+  private emit(event: object): void {
+    this.out.next(event as AguiEvent);
+  }
+
+  private closeReasoning(timestamp: number): void {
+    if (this.openReasoning === undefined || this.openReasoning.size === 0) return;
+    for (const messageId of [...this.openReasoning].sort()) {
+      this.emit({ type: EventType.REASONING_MESSAGE_END, messageId, timestamp });
+      this.emit({ type: EventType.REASONING_END, messageId, timestamp });
+    }
+    this.openReasoning = undefined;
+  }
+
+  private text(delta: string, messageId: string | undefined, parallel: boolean, timestamp: number): void {
+    if (delta === "") return;
+    this.closeReasoning(timestamp);
+    let id: string;
+    if (parallel) {
+      id = messageId ?? `assistant-${this.newId()}`;
+    } else {
+      const current = this.currentMessage;
+      id = messageId ?? current ?? `assistant-${this.newId()}`;
+      if (current !== undefined && current !== id && this.openMessages?.delete(current)) {
+        this.emit({ type: EventType.TEXT_MESSAGE_END, messageId: current, timestamp });
       }
-      openReasoning = undefined;
-    };
+      this.currentMessage = id;
+    }
+    if (!this.openMessages?.has(id)) {
+      (this.openMessages ??= new Set()).add(id);
+      this.emit({ type: EventType.TEXT_MESSAGE_START, messageId: id, role: "assistant", timestamp });
+    }
+    this.emit({ type: EventType.TEXT_MESSAGE_CONTENT, messageId: id, delta, timestamp });
+    this.textShown = true;
+  }
 
-    const text = (delta: string, messageId: string | undefined, parallel: boolean, timestamp: number) => {
-      if (delta === "") return;
-      closeReasoning(timestamp);
-      let id: string;
-      if (parallel) {
-        id = messageId ?? `assistant-${newId()}`;
-      } else {
-        id = messageId ?? currentMessage ?? `assistant-${newId()}`;
-        if (currentMessage !== undefined && currentMessage !== id && openMessages?.delete(currentMessage)) {
-          emit({ type: EventType.TEXT_MESSAGE_END, messageId: currentMessage, timestamp });
-        }
-        currentMessage = id;
-      }
-      if (!openMessages?.has(id)) {
-        (openMessages ??= new Set()).add(id);
-        emit({ type: EventType.TEXT_MESSAGE_START, messageId: id, role: "assistant", timestamp });
-      }
-      emit({ type: EventType.TEXT_MESSAGE_CONTENT, messageId: id, delta, timestamp });
-      textShown = true;
-    };
+  private statusText({ delta, messageId, final, history, time }: StatusTextPart): void {
+    if (delta === "" && !this.textShown && history !== undefined) {
+      delta = history.text;
+      messageId = history.messageId;
+    }
+    if (delta === "") return;
+    if (final && this.textShown) return; // the kernel repeats the whole answer after streaming it
+    this.text(delta, messageId, false, time);
+  }
 
-    const statusText = ({ delta, messageId, final, history, time }: StatusTextPart) => {
-      if (delta === "" && !textShown && history !== undefined) {
-        delta = history.text;
-        messageId = history.messageId;
-      }
-      if (delta === "") return;
-      if (final && textShown) return; // the kernel repeats the whole answer after streaming it
-      text(delta, messageId, false, time);
-    };
+  private reasoning({ thinking, ownerMessageId, time }: ReasoningPart): void {
+    if (!isObject(thinking) || thinking.type !== "raw_thinking") return;
+    if (typeof thinking.text !== "string" || thinking.text === "") return;
+    const messageId = `reasoning-${ownerMessageId ?? this.currentMessage ?? this.runId}`;
+    if (!this.openReasoning?.has(messageId)) {
+      (this.openReasoning ??= new Set()).add(messageId);
+      this.emit({ type: EventType.REASONING_START, messageId, timestamp: time });
+      this.emit({ type: EventType.REASONING_MESSAGE_START, messageId, role: "reasoning", timestamp: time });
+    }
+    this.emit({ type: EventType.REASONING_MESSAGE_CONTENT, messageId, delta: thinking.text, timestamp: time });
+  }
 
-    const reasoning = ({ thinking, ownerMessageId, time }: ReasoningPart) => {
-      if (!isObject(thinking) || thinking.type !== "raw_thinking") return;
-      if (typeof thinking.text !== "string" || thinking.text === "") return;
-      const messageId = `reasoning-${ownerMessageId ?? currentMessage ?? options.runId}`;
-      if (!openReasoning?.has(messageId)) {
-        (openReasoning ??= new Set()).add(messageId);
-        emit({ type: EventType.REASONING_START, messageId, timestamp: time });
-        emit({ type: EventType.REASONING_MESSAGE_START, messageId, role: "reasoning", timestamp: time });
-      }
-      emit({ type: EventType.REASONING_MESSAGE_CONTENT, messageId, delta: thinking.text, timestamp: time });
-    };
+  private toolEnd(toolCallId: string, timestamp: number): void {
+    if (!this.openTools?.delete(toolCallId)) return;
+    (this.endedTools ??= new Set()).add(toolCallId);
+    this.emit({ type: EventType.TOOL_CALL_END, toolCallId, timestamp });
+  }
 
-    const toolEnd = (toolCallId: string, timestamp: number) => {
-      if (!openTools?.delete(toolCallId)) return;
-      (endedTools ??= new Set()).add(toolCallId);
-      emit({ type: EventType.TOOL_CALL_END, toolCallId, timestamp });
-    };
-
-    const toolCall = ({ toolUseId, name, parentMessageId, ofCurrentMessage, args, time }: ToolCallPart) => {
-      const toolCallId = toolIdOf(toolUseId, newId);
-      const parent = ofCurrentMessage ? currentMessage : parentMessageId;
-      if (!openTools?.has(toolCallId) && !endedTools?.has(toolCallId)) {
-        (openTools ??= new Set()).add(toolCallId);
-        emit({
-          type: EventType.TOOL_CALL_START,
-          toolCallId,
-          toolCallName: name,
-          ...(parent !== undefined && openMessages?.has(parent) && { parentMessageId: parent }),
-          timestamp: time,
-        });
-      }
-      if (args === undefined || !openTools?.has(toolCallId)) return;
-      emit({ type: EventType.TOOL_CALL_ARGS, toolCallId, delta: args, timestamp: time });
-      toolEnd(toolCallId, time);
-    };
-
-    const toolResult = ({ toolUseId, result, time }: ToolResultPart) => {
-      const toolCallId = toolIdOf(toolUseId, newId);
-      if (toolResults?.has(toolCallId)) return;
-      (toolResults ??= new Set()).add(toolCallId);
-      toolEnd(toolCallId, time); // a result closes the call even when its input never completed
-      emit({
-        type: EventType.TOOL_CALL_RESULT,
-        messageId: `tool-result-${toolCallId}`,
+  private toolCall({ toolUseId, name, parentMessageId, ofCurrentMessage, args, time }: ToolCallPart): void {
+    const toolCallId = toolIdOf(toolUseId, this.newId);
+    const parent = ofCurrentMessage ? this.currentMessage : parentMessageId;
+    if (!this.openTools?.has(toolCallId) && !this.endedTools?.has(toolCallId)) {
+      (this.openTools ??= new Set()).add(toolCallId);
+      this.emit({
+        type: EventType.TOOL_CALL_START,
         toolCallId,
-        content: typeof result === "string" ? result : canonicalJson(result ?? null),
-        role: "tool",
+        toolCallName: name,
+        ...(parent !== undefined && this.openMessages?.has(parent) && { parentMessageId: parent }),
         timestamp: time,
       });
-    };
+    }
+    if (args === undefined || !this.openTools?.has(toolCallId)) return;
+    this.emit({ type: EventType.TOOL_CALL_ARGS, toolCallId, delta: args, timestamp: time });
+    this.toolEnd(toolCallId, time);
+  }
 
-    const next = (item: T) => {
-      const part = item as unknown as SpanPart;
-      switch (part.type) {
-        case "A2A_TEXT":
-          return text(part.delta, part.messageId, part.parallel, part.time);
-        case "A2A_STATUS_TEXT":
-          return statusText(part);
-        case "A2A_REASONING":
-          return reasoning(part);
-        case "A2A_TOOL_CALL":
-          return toolCall(part);
-        case "A2A_TOOL_RESULT":
-          return toolResult(part);
-      }
-      out.next(item as Exclude<T, SpanPart>);
-    };
-    return { next, reads: READS };
-  };
+  private toolResult({ toolUseId, result, time }: ToolResultPart): void {
+    const toolCallId = toolIdOf(toolUseId, this.newId);
+    if (this.toolResults?.has(toolCallId)) return;
+    (this.toolResults ??= new Set()).add(toolCallId);
+    this.toolEnd(toolCallId, time); // a result closes the call even when its input never completed
+    this.emit({
+      type: EventType.TOOL_CALL_RESULT,
+      messageId: `tool-result-${toolCallId}`,
+      toolCallId,
+      content: typeof result === "string" ? result : canonicalJson(result ?? null),
+      role: "tool",
+      timestamp: time,
+    });
+  }
 }
 
 function toolIdOf(value: unknown, newId: () => string): string {

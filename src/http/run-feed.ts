@@ -6,8 +6,8 @@ import type { ServerResponse } from "node:http";
 import type { Observable } from "rxjs";
 import type { AguiOutput } from "../../operators/index.js";
 import type { FlowGate } from "../a2a/index.js";
-import { ReplayLog, type ReplayBounds, DEFAULT_REPLAY_BOUNDS } from "./replay-log.js";
-import { encodeInto, type EncodeOptions, type RecordTarget } from "./sse.js";
+import { ReplayLog, type LogListener, type ReplayBounds, DEFAULT_REPLAY_BOUNDS } from "./replay-log.js";
+import { encodeInto, type EncodeOptions, type RecordSink, type RecordTarget } from "./sse.js";
 import type { RedisReplay, SharedReplayWriter } from "../state/redis-replay.js";
 
 interface Reader {
@@ -23,7 +23,7 @@ export interface FeedOrigin {
   digest?: string;
 }
 
-export class RunFeed {
+export class RunFeed implements FlowGate {
   private owner: Reader | undefined;
   private graceTimer: NodeJS.Timeout | undefined;
   private encoding: { unsubscribe(): void } | undefined;
@@ -31,7 +31,13 @@ export class RunFeed {
    * What the run reads upstream by: its owner's socket; while it has none, only a turn of the event loop per upstream
    * chunk, so a run nobody reads cannot starve the requests (a reconnect among them) of the same process.
    */
-  readonly gate: FlowGate = { ready: () => (this.owner ? this.owner.response.gate.ready() : new Promise<void>((resolve) => setImmediate(resolve))) };
+  get gate(): FlowGate {
+    return this;
+  }
+
+  ready(): Promise<void> | void {
+    return this.owner ? this.owner.response.gate.ready() : new Promise<void>((resolve) => setImmediate(resolve));
+  }
 
   /** A client took the run over on another replica (through the shared store). */
   private ownedElsewhere = false;
@@ -50,19 +56,7 @@ export class RunFeed {
 
   /** Encodes the run into the log (records with ids); `onEnd` learns whether its terminal event went in. */
   start(events: (gate: FlowGate) => Observable<AguiOutput>, options: EncodeOptions, onEnd: (complete: boolean) => void = () => {}): void {
-    const log = this.log;
-    this.encoding = encodeInto(
-      events(this.gate),
-      {
-        record: (record) => log.append(record as string),
-        heartbeat: () => log.heartbeat(),
-        end: (complete) => {
-          log.end(complete);
-          onEnd(complete);
-        },
-      },
-      { ...options, idKey: log.key },
-    );
+    this.encoding = encodeInto(events(this.gate), new LogSink(this.log, onEnd), options, this.log.key);
   }
 
   /** `response` owns the run from now on, from the record after `afterSeq` (checked by the caller with log.after). */
@@ -138,26 +132,66 @@ function gone(res: ServerResponse): boolean {
   return res.destroyed || res.closed || res.socket === null || res.socket.destroyed;
 }
 
+/** A run's encoded records into its log; `onEnd` learns whether its terminal event went in. */
+class LogSink implements RecordSink {
+  constructor(
+    private readonly log: ReplayLog,
+    private readonly onEnd: (complete: boolean) => void,
+  ) {}
+
+  record(record: string | Uint8Array): void {
+    this.log.append(record as string);
+  }
+
+  heartbeat(): void {
+    this.log.heartbeat();
+  }
+
+  end(complete: boolean): void {
+    this.log.end(complete);
+    this.onEnd(complete);
+  }
+}
+
+const NOTHING_TO_UNFOLLOW = () => {};
+
 /** The log's records after `afterSeq` on the response, then the live ones, then its end. */
 function read(log: ReplayLog, response: RecordTarget, afterSeq: number, maxBacklog: number | undefined): Reader {
   const replay = log.after(afterSeq);
   // The records asked for are gone (checked by the caller, but an await may have come between): no stream with a gap.
   if ("refused" in replay || gone(response.res)) {
     response.end();
-    return { response, unfollow: () => {} };
+    return { response, unfollow: NOTHING_TO_UNFOLLOW };
   }
   for (const record of replay.records) response.write(record);
-  const unfollow = log.follow({
-    record: (records) => {
-      response.write(records);
-      // A reader that does not pace the run may not hold more than the log does: it can come back with its cursor.
-      if (maxBacklog !== undefined && response.backlog > maxBacklog) response.res.destroy();
-    },
-    heartbeat: () => response.heartbeat(),
-    end: () => response.end(),
-  });
-  response.res.on("close", unfollow);
-  return { response, unfollow };
+  const reader = new LogReader(response, maxBacklog);
+  reader.unfollow = log.follow(reader);
+  response.res.on("close", reader.unfollow);
+  return reader;
+}
+
+/** A response reading a log along. A class: an idle stream holds one for as long as it is open. */
+class LogReader implements LogListener, Reader {
+  unfollow: () => void = NOTHING_TO_UNFOLLOW;
+
+  constructor(
+    readonly response: RecordTarget,
+    private readonly maxBacklog: number | undefined,
+  ) {}
+
+  record(records: string | Uint8Array): void {
+    this.response.write(records);
+    // A reader that does not pace the run may not hold more than the log does: it can come back with its cursor.
+    if (this.maxBacklog !== undefined && this.response.backlog > this.maxBacklog) this.response.res.destroy();
+  }
+
+  heartbeat(): void {
+    this.response.heartbeat();
+  }
+
+  end(): void {
+    this.response.end();
+  }
 }
 
 /** A reconnect's answer from the shared store: where its records are, or why there are none. */

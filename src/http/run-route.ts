@@ -3,6 +3,7 @@
 // (Last-Event-ID), and observations, with their metrics and self-check.
 import type { Context } from "koa";
 import { normalizeLanguage, type Language } from "../i18n/index.js";
+import type { AguiOutput } from "../../operators/index.js";
 import { withCallerUserId, type Caller } from "../runs/caller.js";
 import { checkCwd } from "../runs/cwd.js";
 import { INPUT_ERROR_BASES, InputError } from "../input-error.js";
@@ -51,9 +52,9 @@ export async function admitRequest(options: AppOptions, body: Record<string, unk
  */
 export function startRunStream(options: AppOptions, ctx: Context, session: RunSession): void {
   if (acceptsProto(ctx.get("Accept"))) {
-    const { encoding, ended } = runEncoding(options, session);
+    const { encoding, ended } = runEncoding(options, session, true);
     const response = countedResponse(options, ctx, true);
-    void writeSse(response, (gate) => options.runs.stream(session, gate), { ...encoding, proto: true }).then((how) => ended(how === "completed"));
+    void writeSse(response, (gate) => options.runs.stream(session, gate), encoding).then((how) => ended(how === "completed"));
     return;
   }
   const response = countedResponse(options, ctx, false);
@@ -70,32 +71,48 @@ export function startRunFeed(options: AppOptions, session: RunSession): RunFeed 
 }
 
 /** How a run's events are encoded, counted and checked, and what is done once it has ended. */
-function runEncoding(options: AppOptions, session: RunSession): { encoding: EncodeOptions; ended: (complete: boolean) => void } {
-  const metrics = options.metrics;
-  const { logger, language } = session.ticket;
-  const check = options.selfCheck?.();
+function runEncoding(options: AppOptions, session: RunSession, proto = false): { encoding: EncodeOptions; ended: (complete: boolean) => void } {
+  const encoding = new RunEncoding(options, session, proto);
+  return { encoding, ended: (complete) => encoding.ended(complete) };
+}
+
+/**
+ * A run's encoding hooks: a class, not closures over the run, since a stream holds it for as long as it is open
+ * (its methods are on the prototype: pass it as it is, a spread of it would lose them).
+ */
+class RunEncoding implements EncodeOptions {
+  readonly language: Language;
+  private readonly check: ReturnType<NonNullable<AppOptions["selfCheck"]>> | undefined;
   // Counted locally and added to the metric once per run: prom-client per event costs on the hot path.
-  const counts = new Map<string, number>();
-  const encoding: EncodeOptions = {
-    language,
-    onEvent: (event) => {
-      check?.onEvent(event);
-      counts.set(event.type, (counts.get(event.type) ?? 0) + 1);
-      options.onEvent?.(event);
-    },
-    onFailure: (error) => {
-      logger.error({ err: error }, "an event could not be written; the run ends here");
-      metrics?.streamWriteFailures.inc();
-      // The run's end (its task cancelled, its thread given back) comes before the RUN_ERROR that says so.
-      return session.ended();
-    },
-  };
+  private readonly counts = new Map<string, number>();
+
+  constructor(
+    private readonly options: AppOptions,
+    private readonly session: RunSession,
+    readonly proto: boolean,
+  ) {
+    this.language = session.ticket.language;
+    this.check = options.selfCheck?.();
+  }
+
+  onEvent(event: AguiOutput): void {
+    this.check?.onEvent(event);
+    this.counts.set(event.type, (this.counts.get(event.type) ?? 0) + 1);
+    this.options.onEvent?.(event);
+  }
+
+  onFailure(error: unknown): Promise<void> {
+    this.session.ticket.logger.error({ err: error }, "an event could not be written; the run ends here");
+    this.options.metrics?.streamWriteFailures.inc();
+    // The run's end (its task cancelled, its thread given back) comes before the RUN_ERROR that says so.
+    return this.session.ended();
+  }
+
   // A run the client walked away from is incomplete by the client's choice, not the gateway's.
-  const ended = (complete: boolean) => {
-    if (complete) check?.end();
-    for (const [type, n] of counts) metrics?.eventsOut.inc({ type }, n);
-  };
-  return { encoding, ended };
+  ended(complete: boolean): void {
+    if (complete) this.check?.end();
+    for (const [type, n] of this.counts) this.options.metrics?.eventsOut.inc({ type }, n);
+  }
 }
 
 /**

@@ -168,84 +168,113 @@ export interface EncodeOptions {
 
 const protoEncoder = new EventEncoder({ accept: AGUI_MEDIA_TYPE });
 
-/** Encodes the events into the sink until they end; unsubscribing the result stops them (a client that went away). */
-export function encodeInto(events: Observable<AguiOutput>, sink: RecordSink, options: EncodeOptions = {}): { unsubscribe(): void } {
-  const { idKey } = options;
-  let seq = 0;
-  const encode = (event: AguiEvent): string | Uint8Array => {
-    if (options.proto) return protoEncoder.encodeProtobuf(event);
-    const data = `data: ${JSON.stringify(event)}\n\n`;
-    return idKey === undefined ? data : `id: ${idKey}:${++seq}\n${data}`;
-  };
-  let done = false;
-  const end = () => {
-    if (done) return;
-    done = true;
-    sink.end(terminalWritten);
-  };
+/**
+ * Encodes the events into the sink until they end; unsubscribing the result stops them (a client that went away).
+ * `idKey`: the ids' key, when `options` (perhaps a class instance, not to be spread) does not say it.
+ */
+export function encodeInto(events: Observable<AguiOutput>, sink: RecordSink, options: EncodeOptions = {}, idKey = options.idKey): { unsubscribe(): void } {
+  const encoder = new RunEncoder(sink, options, idKey);
+  encoder.subscription = events.subscribe(encoder);
+  if (encoder.failed) encoder.subscription.unsubscribe();
+  return encoder;
+}
+
+/**
+ * One run's encoding: the observer of its events and the handle that stops them. A class rather than closures
+ * over the run's state: an idle stream holds it for as long as it is open, its methods on the prototype.
+ */
+class RunEncoder {
+  private seq = 0;
+  private done = false;
+  failed = false;
   // What was written, so a stream cut short by an event we cannot encode still ends balanced.
-  const spans = new SpanLedger();
-  let terminalWritten = false;
-  let subscription: { unsubscribe(): void } | undefined;
-  let failed = false;
-  const closeWithError = () => {
-    if (!terminalWritten && !done) {
+  private readonly spans = new SpanLedger();
+  private terminalWritten = false;
+  subscription: { unsubscribe(): void } | undefined;
+
+  constructor(
+    private readonly sink: RecordSink,
+    private readonly options: EncodeOptions,
+    private readonly idKey: string | undefined,
+  ) {}
+
+  next(event: AguiOutput): void {
+    if (this.failed) return;
+    let record: string | Uint8Array | undefined;
+    try {
+      this.options.onEvent?.(event);
+      if (event.type !== "HEARTBEAT") record = this.encode(event);
+    } catch (error) {
+      return this.fail(error);
+    }
+    if (record === undefined) return this.sink.heartbeat();
+    this.sink.record(record);
+    if (this.spans.track(event)) this.terminalWritten = true;
+  }
+
+  error(): void {
+    this.end();
+  }
+
+  complete(): void {
+    this.end();
+  }
+
+  unsubscribe(): void {
+    this.done = true;
+    this.subscription!.unsubscribe();
+  }
+
+  private encode(event: AguiEvent): string | Uint8Array {
+    if (this.options.proto) return protoEncoder.encodeProtobuf(event);
+    const data = `data: ${JSON.stringify(event)}\n\n`;
+    const idKey = this.idKey;
+    return idKey === undefined ? data : `id: ${idKey}:${++this.seq}\n${data}`;
+  }
+
+  private end(): void {
+    if (this.done) return;
+    this.done = true;
+    this.sink.end(this.terminalWritten);
+  }
+
+  private closeWithError(): void {
+    if (!this.terminalWritten && !this.done) {
       const timestamp = Date.now();
+      const language = this.options.language;
       const closing: AguiEvent[] = [
-        ...spans.close(timestamp),
+        ...this.spans.close(timestamp),
         runErrorEvent(new RunError("A2A_PROTOCOL_ERROR", messageText("a2a.invalidFrame")), {
           timestamp,
-          ...(options.language !== undefined && { translate: (english) => localize(options.language!, english) }),
+          ...(language !== undefined && { translate: (english) => localize(language, english) }),
         }),
       ];
       for (const event of closing) {
         try {
-          sink.record(encode(event));
+          this.sink.record(this.encode(event));
         } catch {
           break;
         }
-        if (spans.track(event)) terminalWritten = true;
+        if (this.spans.track(event)) this.terminalWritten = true;
       }
     }
-    end();
-  };
-  const fail = (error: unknown) => {
-    if (failed || done) return;
-    failed = true;
-    subscription?.unsubscribe();
+    this.end();
+  }
+
+  private fail(error: unknown): void {
+    if (this.failed || this.done) return;
+    this.failed = true;
+    this.subscription?.unsubscribe();
     let settling: void | Promise<void>;
     try {
-      settling = options.onFailure?.(error);
+      settling = this.options.onFailure?.(error);
     } catch {
       settling = undefined;
     }
-    if (settling) void settling.then(closeWithError, closeWithError);
-    else closeWithError();
-  };
-  subscription = events.subscribe({
-    next: (event) => {
-      if (failed) return;
-      let record: string | Uint8Array | undefined;
-      try {
-        options.onEvent?.(event);
-        if (event.type !== "HEARTBEAT") record = encode(event);
-      } catch (error) {
-        return fail(error);
-      }
-      if (record === undefined) return sink.heartbeat();
-      sink.record(record);
-      if (spans.track(event)) terminalWritten = true;
-    },
-    error: end,
-    complete: end,
-  });
-  if (failed) subscription.unsubscribe();
-  return {
-    unsubscribe: () => {
-      done = true;
-      subscription.unsubscribe();
-    },
-  };
+    const close = () => this.closeWithError();
+    if (settling) void settling.then(close, close);
+    else this.closeWithError();
+  }
 }
 
 /**
