@@ -26,7 +26,7 @@ export interface FlowGate {
  * chunks; this collects the frames of one chunk and remembers the first bad one, after which the
  * stream is over (frames decoded before it are still delivered, in order).
  */
-class SseFrameDecoder {
+export class SseFrameDecoder {
   private frames: A2AStreamResponse[] = [];
   failure: Error | undefined;
   private readonly templates = new FrameTemplates();
