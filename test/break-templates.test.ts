@@ -1,0 +1,326 @@
+// break-templates: an outsider's attacks on this round's hot-path changes.
+// 1. FrameTemplates (through SseFrameDecoder and through the real gateway): record sequences made to make the
+//    template decoding answer differently from a full parse. Every sequence is read twice: as the kernel sent it
+//    (every record but its text the same, so the templates decode) and with each record's JSON-RPC id made
+//    different (no two prefixes alike, so every record is parsed in full). The frames, and the gateway's AG-UI
+//    events, must be the same.
+// 2. The replay log's chunks: reconnects with a cursor inside a large chunk of multi-byte text, many readers,
+//    a reader mid-run, a TCP cut in the middle of a large chunk.
+// 3. GatewayAgent: abort right after a start, then a new run on the same thread; abort/run cycles.
+import { StringDecoder } from "node:string_decoder";
+import { EventSchema } from "@ag-ui/core/schemas";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RawA2AServer, RawExchange, RawResponder } from "../src/demo/index.js";
+import { startStack, type Stack, type WireEvent } from "./helpers/e2e.js";
+import { httpCall, postJson, sseEvents, streamProblems } from "./helpers/faults.js";
+import { SseFrameDecoder } from "../src/a2a/sse-reader.js";
+import { FrameTemplates } from "../src/a2a/frame-templates.js";
+
+const PROBE = "agui-gateway-template-probe-5b1c";
+
+// ---------------------------------------------------------------------------------------------------------------
+// Record material. `r` is a record's JSON-RPC envelope as raw text; `{ID}` is replaced by the envelope id.
+
+const ENV = (result: string) => `{"jsonrpc":"2.0","id":"{ID}","result":${result}}`;
+
+/** An answer delta whose text literal is written raw (`lit` is the literal's body, escapes as the kernel wrote them). */
+function answerRaw(body: string, opts: { messageId?: string; partExtra?: string; messageExtra?: string; updateExtra?: string; resultExtra?: string; meta?: string } = {}): string {
+  const messageId = opts.messageId ?? "m1";
+  const meta = opts.meta ?? `{"iac_code":{"iacCodeSessionId":"s1"}}`;
+  return ENV(
+    `{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_WORKING","message":{"messageId":${JSON.stringify(messageId)},"role":"ROLE_AGENT","parts":[{"text":"${body}"${opts.partExtra ?? ""}}]${opts.messageExtra ?? ""}}},"metadata":${meta}${opts.updateExtra ?? ""}}${opts.resultExtra ?? ""}}`,
+  );
+}
+
+const answer = (text: string, opts: Parameters<typeof answerRaw>[1] = {}) => answerRaw(JSON.stringify(text).slice(1, -1), opts);
+
+function thinkingRaw(body: string, extra = ""): string {
+  return ENV(`{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_WORKING"},"metadata":{"iac_code":{"thinking":{"type":"raw_thinking","text":"${body}"${extra}},"iacCodeSessionId":"s1"}}}}`);
+}
+
+const thinking = (text: string, extra = "") => thinkingRaw(JSON.stringify(text).slice(1, -1), extra);
+
+/** A record as an SSE record: `event:` line, line ends. */
+interface Rec {
+  data: string;
+  event?: string;
+  crlf?: boolean;
+}
+
+function sse(records: readonly (string | Rec)[], variant: "templated" | "parsed"): string {
+  return records
+    .map((r, i) => {
+      const rec = typeof r === "string" ? { data: r } : r;
+      const eol = rec.crlf ? "\r\n" : "\n";
+      const data = rec.data.replace("{ID}", variant === "templated" ? "r1" : `r${i}`);
+      return `${rec.event ? `event: ${rec.event}${eol}` : ""}data: ${data}${eol}${eol}`;
+    })
+    .join("");
+}
+
+/** Template answers given so far (counted by wrapping FrameTemplates.decode): a sequence that never hits tests nothing. */
+let templateHits = 0;
+const originalDecode = FrameTemplates.prototype.decode;
+FrameTemplates.prototype.decode = function (this: FrameTemplates, data: string) {
+  const frame = originalDecode.call(this, data);
+  if (frame !== undefined) templateHits++;
+  return frame;
+};
+
+function decodeChunks(chunks: readonly Buffer[]): { frames: string[]; error?: string } {
+  const decoder = new SseFrameDecoder();
+  const text = new StringDecoder("utf8");
+  const frames: string[] = [];
+  const take = () => {
+    for (const frame of decoder.take()) frames.push(JSON.stringify(frame));
+  };
+  for (const chunk of chunks) {
+    decoder.feed(text.write(chunk));
+    take();
+    if (decoder.failure) break;
+  }
+  if (!decoder.failure) decoder.feed(text.end());
+  take();
+  return { frames, ...(decoder.failure !== undefined && { error: decoder.failure.message }) };
+}
+
+function everyByte(bytes: Buffer): Buffer[] {
+  return Array.from({ length: bytes.length }, (_, i) => bytes.subarray(i, i + 1));
+}
+
+/** The same frames (and the same failure) whether the templates decode or every record is parsed, whole or byte by byte. */
+function expectSameFrames(records: readonly (string | Rec)[], opts: { byteByByte?: boolean } = {}): { frames: string[]; error?: string } {
+  const parsed = decodeChunks([Buffer.from(sse(records, "parsed"), "utf8")]);
+  const templated = Buffer.from(sse(records, "templated"), "utf8");
+  expect(decodeChunks([templated])).toEqual(parsed);
+  if (opts.byteByByte !== false) expect(decodeChunks(everyByte(templated))).toEqual(parsed);
+  return parsed;
+}
+
+const base = [answer("one "), answer("two "), answer("three ")];
+
+/** Sequences meant to make the templates answer otherwise than the full parse. Each starts with a learned template. */
+const HOSTILE_SEQUENCES: Record<string, (string | Rec)[]> = {
+  "\\u0022 and \\u005c escapes in the text": [...base, answerRaw("say \\u0022hi\\u0022"), answerRaw("back\\u005c"), answerRaw("\\u005c\\u0022"), answer("four")],
+  "a text ending in a backslash (escaped and not)": [...base, answer("tail\\"), answerRaw("tail\\"), answer("five")],
+  "a text that is only escaped quotes and backslashes": [...base, answer('"'), answer("\\"), answer('\\"'), answer('"\\'), answer("six")],
+  "lone surrogates, escaped and raw": [...base, answerRaw("\\ud800"), answerRaw("x\\udfff"), answerRaw("\\udc00\\ud800"), answer("\ud800"), answer("seven")],
+  "control characters raw and escaped": [...base, answerRaw("bell\u0007"), answerRaw("nul\\u0000"), answerRaw("tab\t"), answer("\u001f"), answer("eight")],
+  "a middle that closes the string and adds a second text key": [...base, answerRaw('x","text":"y'), answerRaw('x\\","text":"y'), answer("nine")],
+  "a middle that adds a second parts array": [...base, answerRaw('x"}],"parts":[{"text":"y'), answer("ten")],
+  "a second statusUpdate after the first": [
+    ...base,
+    answer("a", { resultExtra: `,"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_WORKING"}}` }),
+    answer("b", { resultExtra: `,"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_WORKING"}}` }),
+    answer("c", { resultExtra: `,"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_WORKING"}}` }),
+    answer("d"),
+  ],
+  "two text keys in the part, the second the winner": [
+    answer("a", { partExtra: `,"text":"w"` }),
+    answer("b", { partExtra: `,"text":"w"` }),
+    answer("c", { partExtra: `,"text":"w"` }),
+    answer("d", { partExtra: `,"text":"w2"` }),
+  ],
+  "two text keys in the part, the first the same literal as the second": [
+    answerRaw(`same","text":"same`),
+    answerRaw(`same","text":"same`),
+    answerRaw(`other","text":"same`),
+    answerRaw(`same","text":"other`),
+  ],
+  "the text literal also earlier as the message id": [
+    answer("m1"),
+    answer("m1"),
+    answer("m1"),
+    answer("x"),
+    answer("m1", { messageId: "x" }),
+    answer("y", { messageId: "x" }),
+  ],
+  "the text literal also later as a metadata value": [
+    answer("v", { meta: `{"iac_code":{"iacCodeSessionId":"s1","note":"v"}}` }),
+    answer("v", { meta: `{"iac_code":{"iacCodeSessionId":"s1","note":"v"}}` }),
+    answer("w", { meta: `{"iac_code":{"iacCodeSessionId":"s1","note":"v"}}` }),
+    answer("v", { meta: `{"iac_code":{"iacCodeSessionId":"s1","note":"v"}}` }),
+  ],
+  "the probe string as the text, as a metadata value, and as a middle": [
+    answer(PROBE),
+    answer(PROBE),
+    answer(PROBE),
+    answer("a", { meta: `{"iac_code":{"note":"${PROBE}"}}` }),
+    answer("b", { meta: `{"iac_code":{"note":"${PROBE}"}}` }),
+    answer("c", { meta: `{"iac_code":{"note":"${PROBE}"}}` }),
+    answer(PROBE, { meta: `{"iac_code":{"note":"${PROBE}"}}` }),
+    ...base,
+    answer(PROBE),
+  ],
+  "records just under and just over 8 KiB": (() => {
+    const pad = (n: number, tag: string) => {
+      const shell = answer("").replace("{ID}", "r1").length;
+      return answer(tag + "x".repeat(n - shell - tag.length));
+    };
+    return [pad(8 * 1024 - 1, "a"), pad(8 * 1024, "b"), pad(8 * 1024, "c"), pad(8 * 1024 + 1, "d"), pad(8 * 1024 + 1, "e"), pad(20_000, "f"), pad(400, "g"), pad(8 * 1024 + 1, "h")];
+  })(),
+  "answer and thinking deltas alternating": Array.from({ length: 24 }, (_, i) => (i % 2 === 0 ? answer(`a${i} "q"`) : thinking(`t${i}\\`))),
+  "a thinking delta with two text keys": [thinking("a", `,"text":"w"`), thinking("b", `,"text":"w"`), thinking("c", `,"text":"w"`), thinking("d")],
+  "a delta whose parts[0] is not text": [
+    ...base,
+    ENV(`{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_WORKING","message":{"messageId":"m1","role":"ROLE_AGENT","parts":[{"url":"one "}]}},"metadata":{"iac_code":{"iacCodeSessionId":"s1"}}}}`),
+    ENV(`{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_WORKING","message":{"messageId":"m1","role":"ROLE_AGENT","parts":[{"text":1}]}},"metadata":{"iac_code":{"iacCodeSessionId":"s1"}}}}`),
+    answer("four"),
+  ],
+  "parts with a second text part after the first": [
+    answer("a", { partExtra: "}, {\"text\":\"second\"" }),
+    answer("b", { partExtra: "}, {\"text\":\"second\"" }),
+    answer("c", { partExtra: "}, {\"text\":\"second\"" }),
+  ],
+  "CRLF line ends and multi-line data": [
+    { data: answer("one "), crlf: true },
+    { data: answer("two "), crlf: true },
+    { data: answer("three\r\n"), crlf: true },
+    { data: answer("four"), crlf: true },
+  ],
+  "unicode texts (emoji, CJK, combining marks) and non-ASCII written as \\u escapes": [
+    ...base,
+    answer("😀🚀 中文テキスト"),
+    answerRaw("\\ud83d\\ude00"),
+    answerRaw("\\u4e2d\\u6587"),
+    answer("e\u0301"),
+    answer("\u2028\u2029"),
+    answer("\ufeff"),
+  ],
+  "a middle with a stray closing brace or comma": [...base, answerRaw('x"},"y":"'), answerRaw('x",'), answerRaw("x}"), answer("ok")],
+};
+
+/** A repeated key or a later equal literal: the probe refuses the template. */
+const NEVER_TEMPLATED = new Set(["two text keys in the part, the second the winner", "the text literal also later as a metadata value", "a thinking delta with two text keys"]);
+
+/** Records that end the stream: the failure must come at the same record, after the same frames. */
+const FAILING_SEQUENCES: Record<string, (string | Rec)[]> = {
+  "an event: error record that matches the template": [...base, { data: answer("boom"), event: "error" }, answer("after")],
+  "invalid JSON matching the prefix and suffix (a raw quote)": [...base, answerRaw('x"y'), answer("after")],
+  "invalid JSON matching the prefix and suffix (a lone backslash)": [...base, answerRaw("x\\"), answer("after")],
+  "invalid JSON matching the prefix and suffix (a bad escape)": [...base, answerRaw("\\q"), answer("after")],
+  "invalid JSON matching the prefix and suffix (a raw newline via data lines)": [...base, answerRaw("line\ndata: two"), answer("after")],
+  "a raw control character": [...base, answerRaw("bell\u0001"), answer("after")],
+  "a truncated \\u escape": [...base, answerRaw("\\u12"), answer("after")],
+  "a JSON-RPC error envelope after a template": [...base, `{"jsonrpc":"2.0","id":"{ID}","error":{"code":-32603,"message":"x"}}`, answer("after")],
+};
+
+describe("frame templates against a full parse (SseFrameDecoder)", () => {
+  for (const [name, records] of Object.entries(HOSTILE_SEQUENCES)) {
+    it(`${name}: the same frames, whole and cut at every byte`, () => {
+      const hitsBefore = templateHits;
+      const { frames } = expectSameFrames(records, { byteByByte: sse(records, "templated").length < 300_000 });
+      expect(frames.length).toBeGreaterThan(0);
+      // Where the template is refused by design, nothing is decoded from it; everywhere else it was used.
+      if (!NEVER_TEMPLATED.has(name)) expect(templateHits - hitsBefore).toBeGreaterThan(0);
+    });
+  }
+  for (const [name, records] of Object.entries(FAILING_SEQUENCES)) {
+    it(`${name}: fails at the same record after the same frames`, () => {
+      const hitsBefore = templateHits;
+      const { error, frames } = expectSameFrames(records);
+      expect(templateHits - hitsBefore).toBeGreaterThan(0);
+      expect(frames.length).toBeGreaterThanOrEqual(3);
+      expect(error).toBeDefined();
+    });
+  }
+
+  it("every template record with one character changed (seeded), cut at random", () => {
+    let seed = 0x5eed;
+    const random = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+    const alphabet = ['"', "\\", "u", "0", "}", "]", ",", ":", "{", "[", "a", " ", "\u0001", "é"];
+    for (let round = 0; round < 60; round++) {
+      const records: string[] = [];
+      for (let i = 0; i < 40; i++) {
+        let record = random() < 0.5 ? answer(`w${i % 3}`) : thinking(`t${i % 3}`);
+        if (random() < 0.15) {
+          const at = Math.floor(random() * record.length);
+          record = record.slice(0, at) + alphabet[Math.floor(random() * alphabet.length)] + record.slice(at + 1);
+          // Keep the id placeholder: a change there says nothing about templates.
+          if (!record.includes("{ID}")) continue;
+        }
+        records.push(record);
+      }
+      expectSameFrames(records, { byteByByte: false });
+      const templated = Buffer.from(sse(records, "templated"), "utf8");
+      const chunks: Buffer[] = [];
+      for (let at = 0; at < templated.length; ) {
+        const size = 1 + Math.floor(random() * 64);
+        chunks.push(templated.subarray(at, at + size));
+        at += size;
+      }
+      expect(decodeChunks(chunks)).toEqual(decodeChunks([Buffer.from(sse(records, "parsed"), "utf8")]));
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// The same sequences through the real gateway: a raw kernel plays a sequence by prompt (`T:` as is, `P:` with every
+// record's id changed), real TCP chunks in between; the AG-UI streams must be the same event for event.
+
+let kernelStack: Stack<RawA2AServer> | undefined;
+
+function playSequences(ex: RawExchange, res: RawResponder): void {
+  if (ex.method !== "SendStreamingMessage") {
+    res.json(200, { jsonrpc: "2.0", id: ex.id, result: { id: "t1", contextId: "c1", status: { state: "TASK_STATE_CANCELED" } } });
+    return;
+  }
+  const contextId = String(ex.params?.message?.contextId ?? "");
+  const prompt = ((ex.params?.message?.parts ?? []) as { text?: string }[]).map((p) => p.text ?? "").join("");
+  const variant = prompt.startsWith("T:") ? "templated" : "parsed";
+  const records = ALL_SEQUENCES[prompt.slice(2)] ?? [];
+  const done = ENV(`{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_COMPLETED"}}}`);
+  const body = sse([...records, done], variant).replaceAll('"contextId":"c1"', `"contextId":${JSON.stringify(contextId)}`);
+  res.sseStart();
+  // Several TCP writes of odd sizes: records land across the gateway's chunks.
+  for (let at = 0, n = 0; at < body.length; n++) {
+    const size = [1, 7, 300, 4096, 33][n % 5]!;
+    res.sseRaw(body.slice(at, at + size));
+    at += size;
+  }
+  res.end();
+}
+
+const ALL_SEQUENCES: Record<string, (string | Rec)[]> = { ...HOSTILE_SEQUENCES, ...FAILING_SEQUENCES };
+
+/** The events without what differs from run to run (ids of the thread and run, clock). */
+function normalized(events: readonly WireEvent[]): unknown[] {
+  return events.map((event) => {
+    const { timestamp: _t, threadId: _th, runId: _r, ...rest } = event as Record<string, unknown>;
+    return JSON.parse(JSON.stringify(rest).replaceAll(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, "<uuid>").replaceAll(/agui-[0-9a-f]{40}/g, "<context>"));
+  });
+}
+
+async function gatewayRun(stack: Stack<RawA2AServer>, prompt: string): Promise<WireEvent[]> {
+  const reply = await postJson(stack.gateway.url, stack.input({ prompt }));
+  expect(reply.status).toBe(200);
+  const { events, problems } = sseEvents(reply.text);
+  expect(problems).toEqual([]);
+  expect(streamProblems(events)).toEqual([]);
+  for (const event of events) expect(() => EventSchema.parse(event)).not.toThrow();
+  return events;
+}
+
+describe("frame templates against a full parse (through the gateway)", () => {
+  beforeAll(async () => {
+    kernelStack = await startStack({ raw: (ex, res) => playSequences(ex, res) });
+  });
+  afterAll(async () => {
+    await kernelStack?.close();
+  });
+
+  for (const name of Object.keys(ALL_SEQUENCES)) {
+    it(`${name}: the same AG-UI events`, async () => {
+      const stack = kernelStack!;
+      const templated = await gatewayRun(stack, `T:${name}`);
+      const parsed = await gatewayRun(stack, `P:${name}`);
+      expect(normalized(templated)).toEqual(normalized(parsed));
+      // A record the full parse refuses ends the run as an error at that record (the decoder says which).
+      const refused = decodeChunks([Buffer.from(sse(ALL_SEQUENCES[name]!, "parsed"), "utf8")]).error !== undefined;
+      expect(templated.at(-1)?.type).toBe(refused ? "RUN_ERROR" : "RUN_FINISHED");
+      expect(templated.some((e) => e.type === "TEXT_MESSAGE_CONTENT" || e.type.startsWith("REASONING"))).toBe(true);
+      const health = await httpCall(new URL("/health", stack.gateway.url).href, { method: "GET", timeoutMs: 5_000 });
+      expect(health.status).toBe(200);
+    });
+  }
+});
