@@ -7,11 +7,17 @@
 // 2. The replay log's chunks: reconnects with a cursor inside a large chunk of multi-byte text, many readers,
 //    a reader mid-run, a TCP cut in the middle of a large chunk.
 // 3. GatewayAgent: abort right after a start, then a new run on the same thread; abort/run cycles.
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import { EventSchema } from "@ag-ui/core/schemas";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RawA2AServer, RawExchange, RawResponder } from "../src/demo/index.js";
-import { startStack, type Stack, type WireEvent } from "./helpers/e2e.js";
+import { startRawA2AServer, type RawA2AServer, type RawExchange, type RawResponder } from "../src/demo/index.js";
+import { ensureCliBuilt, startCliOnState, type CliGateway } from "./helpers/durable.js";
+import { runInput } from "./helpers/run-input.js";
+import { liveSse, openSse, sessionEventOf, startStack, type Stack, type WireEvent } from "./helpers/e2e.js";
+import { parseSse } from "./helpers/sse.js";
 import { httpCall, postJson, sseEvents, streamProblems } from "./helpers/faults.js";
 import { SseFrameDecoder } from "../src/a2a/sse-reader.js";
 import { FrameTemplates } from "../src/a2a/frame-templates.js";
@@ -323,4 +329,235 @@ describe("frame templates against a full parse (through the gateway)", () => {
       expect(health.status).toBe(200);
     });
   }
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// The replay log's chunks. A kernel streams batches of multi-byte text deltas in single writes (one gateway tick
+// each: one large byte chunk in the log); the second batch waits for the test to release it.
+
+const MULTI = ["😀", "中文", "テキスト", "é", "🚀🚀", "a", "\u0301", "한국어", "𝄞", "\u2028", "\u2029"];
+
+/**
+ * Texts with U+2028/U+2029, which JSON.stringify leaves raw in the gateway's records: a line end to a /m regex. The last
+ * one would put a record of its own (`data: {}`) between two of them.
+ */
+const LINE_SEPARATED = ["a\u2028b", "c\u2029d", "中\u2028文", "e\u2028data: {}\u2028f"];
+
+interface Gate {
+  release(): void;
+  released: Promise<void>;
+}
+
+const gates = new Map<string, Gate>();
+
+function gateFor(prompt: string): Gate {
+  let gate = gates.get(prompt);
+  if (!gate) {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    gate = { release, released };
+    gates.set(prompt, gate);
+  }
+  return gate;
+}
+
+function batch(contextId: string, id: unknown, from: number, count: number, texts: readonly string[]): string {
+  let out = "";
+  for (let i = from; i < from + count; i++) {
+    const text = `${texts[i % texts.length]}${i} `;
+    const result = `{"statusUpdate":{"taskId":"t1","contextId":${JSON.stringify(contextId)},"status":{"state":"TASK_STATE_WORKING","message":{"messageId":"m1","role":"ROLE_AGENT","parts":[{"text":${JSON.stringify(text)}}]}},"metadata":{"iac_code":{"iacCodeSessionId":"s1"}}}}`;
+    out += `data: {"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result}}\n\n`;
+  }
+  return out;
+}
+
+/** `mb:<tag>:<count>:<texts>`: `count` deltas, then (after the test's release of `<tag>`) `count` more, then the end. */
+async function playBatches(ex: RawExchange, res: RawResponder): Promise<void> {
+  if (ex.method === "ListTasks") return res.json(200, { jsonrpc: "2.0", id: ex.id, result: { tasks: [] } });
+  if (ex.method !== "SendStreamingMessage") {
+    res.json(200, { jsonrpc: "2.0", id: ex.id, result: { id: "t1", status: { state: "TASK_STATE_CANCELED" } } });
+    return;
+  }
+  const contextId = String(ex.params?.message?.contextId ?? "");
+  const prompt = ((ex.params?.message?.parts ?? []) as { text?: string }[]).map((p) => p.text ?? "").join("");
+  const [, tag, countText, textsName] = prompt.split(":");
+  const count = Number(countText);
+  const texts = textsName === "ls" ? LINE_SEPARATED : textsName === "plain" ? ["plain", "中文"] : MULTI;
+  // `plain-ls`: the first batch without line separators, the second with them.
+  const later = textsName === "plain-ls" ? LINE_SEPARATED : texts;
+  res.sseStart();
+  res.sseRaw(batch(contextId, ex.id, 0, count, textsName === "plain-ls" ? ["plain", "中文"] : texts));
+  await Promise.race([gateFor(tag!).released, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+  res.sseRaw(batch(contextId, ex.id, count, count, later));
+  res.sseRaw(`data: {"jsonrpc":"2.0","id":${JSON.stringify(ex.id)},"result":{"statusUpdate":{"taskId":"t1","contextId":${JSON.stringify(contextId)},"status":{"state":"TASK_STATE_COMPLETED"}}}}\n\n`);
+  res.end();
+}
+
+/** The records of an SSE text with their ids (heartbeats left out), checked against the framing contract. */
+function idRecords(text: string): { id: string; seq: number; event: WireEvent }[] {
+  const { records, problems } = parseSse(text);
+  expect(problems).toEqual([]);
+  return records.flatMap((r) => (r.kind === "event" ? [{ id: r.id!, seq: Number(r.id!.slice(r.id!.lastIndexOf(":") + 1)), event: r.event }] : []));
+}
+
+async function postText(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
+  const response = await fetch(url, { method: "POST", headers: { "Content-Type": "application/json", Accept: "text/event-stream", ...headers }, body: JSON.stringify(body) });
+  return { status: response.status, text: await response.text() };
+}
+
+describe("replay from inside large multi-byte chunks", () => {
+  let stack: Stack<RawA2AServer>;
+  beforeAll(async () => {
+    stack = await startStack({ raw: (ex, res) => playBatches(ex, res), gateway: { reconnectGraceSeconds: 5 } });
+  });
+  afterAll(async () => {
+    for (const gate of gates.values()) gate.release();
+    await stack?.close();
+  });
+
+  it("an ended run: a Last-Event-ID at every seq gets exactly the records after it, byte for byte", async () => {
+    gateFor("ended").release();
+    const input = stack.input({ prompt: "mb:ended:300:multi" });
+    const whole = await postText(stack.gateway.url, input);
+    expect(whole.status).toBe(200);
+    const all = idRecords(whole.text);
+    expect(all.length).toBeGreaterThan(600);
+    expect(all.map((r) => r.seq)).toEqual(all.map((_, i) => i + 1));
+    for (const event of all) expect(() => EventSchema.parse(event.event)).not.toThrow();
+    const key = all[0]!.id.slice(0, all[0]!.id.lastIndexOf(":"));
+    for (let seq = 0; seq <= all.length; seq += seq < 20 || seq > all.length - 20 ? 1 : 7) {
+      const again = await postText(stack.gateway.url, input, { "Last-Event-ID": `${key}:${seq}` });
+      expect(again.status).toBe(200);
+      // The same bytes as the first answer's tail (heartbeats aside).
+      const tail = idRecords(again.text);
+      expect(tail.map((r) => r.seq)).toEqual(all.slice(seq).map((r) => r.seq));
+      expect(tail.map((r) => r.event)).toEqual(all.slice(seq).map((r) => r.event));
+    }
+  });
+
+  it("a live run: a client that drops mid-chunk and reconnects from there gets every event once, in order", async () => {
+    for (const at of [3, 57, 150, 299]) {
+      const tag = `live-${at}`;
+      const input = stack.input({ prompt: `mb:${tag}:300:multi` });
+      const first = await openSse(stack.gateway.url, input);
+      let n = 0;
+      await first.until(() => ++n >= at);
+      first.abort();
+      const got = first.events.slice(0, at);
+      // The ids the first connection had: read from a replay of the first `at` records' neighbourhood.
+      const key = `${input.runId}`;
+      const again = await fetch(stack.gateway.url, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Accept: "text/event-stream", "Last-Event-ID": `${key}:${at}` },
+        body: JSON.stringify(input),
+      });
+      expect(again.status).toBe(200);
+      const text = again.text();
+      gateFor(tag).release();
+      const rest = idRecords(await text);
+      expect(rest[0]?.seq).toBe(at + 1);
+      expect(rest.map((r) => r.seq)).toEqual(rest.map((_, i) => at + 1 + i));
+      const events = [...got, ...rest.map((r) => r.event)];
+      expect(streamProblems(events)).toEqual([]);
+      expect(events.at(-1)?.type).toBe("RUN_FINISHED");
+      const deltas = events.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e["delta"]);
+      expect(deltas).toEqual(Array.from({ length: 600 }, (_, i) => `${MULTI[i % MULTI.length]}${i} `));
+    }
+  });
+
+  it("many readers of one live run (observers and reconnect cursors) each get every event once", async () => {
+    const tag = "many";
+    const input = stack.input({ prompt: `mb:${tag}:200:multi` });
+    const owner = await openSse(stack.gateway.url, input);
+    await owner.until((e) => e.type === "CUSTOM" && e["name"] === "iac-code.session.v1");
+    let n = 0;
+    await owner.until(() => ++n >= 150);
+    const executionId = sessionEventOf(owner.events)["executionId"] as string;
+    const observerUrl = new URL(`extensions/iac-code/v1/executions/${executionId}/subscribe`, stack.gateway.url).href;
+    const readers = Array.from({ length: 12 }, () => postText(observerUrl, { threadId: input.threadId, runId: input.runId, rosInvocationId: "invocation-1" }));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    gateFor(tag).release();
+    const ownerEvents = await owner.rest(10_000);
+    expect(ownerEvents.at(-1)?.type).toBe("RUN_FINISHED");
+    for (const reader of await Promise.all(readers)) {
+      expect(reader.status).toBe(200);
+      const records = idRecords(reader.text);
+      expect(records.map((r) => r.seq)).toEqual(records.map((_, i) => i + 1));
+      expect(records.map((r) => r.event)).toEqual(ownerEvents);
+    }
+  });
+
+  for (const texts of ["plain", "ls"]) it(`connect to a live run whose text has ${texts === "ls" ? "U+2028/U+2029" : "no line separators"}: the connect stream carries the run's events`, async () => {
+    const tag = `connect-${texts}`;
+    const input = stack.input({ prompt: `mb:${tag}:40:${texts}` });
+    const owner = await openSse(stack.gateway.url, input);
+    let n = 0;
+    await owner.until(() => ++n >= 20);
+    const connect = postText(new URL("connect", stack.gateway.url).href, {
+      threadId: input.threadId,
+      runId: `connect-${input.runId}`,
+      forwardedProps: { iacCode: { rosInvocationId: "invocation-1" } },
+    });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    gateFor(tag).release();
+    const ownerEvents = await owner.rest(10_000);
+    expect(ownerEvents.at(-1)?.type).toBe("RUN_FINISHED");
+    const connected = await Promise.race([connect, new Promise<{ status: number; text: string }>((resolve) => setTimeout(() => resolve({ status: -1, text: "" }), 5_000))]);
+    expect(connected.status, "the connect's answer (-1: none within 5 s)").toBe(200);
+    const events = idRecords(connected.text).map((r) => r.event);
+    for (const event of events) expect(() => EventSchema.parse(event)).not.toThrow();
+    const deltas = (list: readonly WireEvent[]) => list.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e["delta"]);
+    expect(deltas(events)).toEqual(deltas(ownerEvents));
+    expect(events.at(-1)?.type).toBe("RUN_FINISHED");
+    const health = await httpCall(new URL("/health", stack.gateway.url).href, { method: "GET", timeoutMs: 5_000 });
+    expect(health.status).toBe(200);
+  });
+});
+
+describe("a connect following a live run when U+2028 arrives (a gateway process of its own)", () => {
+  let upstream: RawA2AServer;
+  let gateway: CliGateway;
+  let root: string;
+
+  beforeAll(async () => {
+    ensureCliBuilt();
+    upstream = await startRawA2AServer({ handle: (ex, res) => playBatches(ex, res) });
+    root = await mkdtemp(path.join(tmpdir(), "agui-break-templates-"));
+    await mkdir(path.join(root, "ws"));
+    gateway = await startCliOnState(upstream.url, root, ["--reconnect-grace", "5"]);
+  }, 120_000);
+  afterAll(async () => {
+    for (const gate of gates.values()) gate.release();
+    await gateway?.kill("SIGKILL");
+    await upstream?.close();
+    if (root) await rm(root, { recursive: true, force: true });
+  });
+
+  it("the gateway stays up, and the run's own client and the connect each get every delta", async () => {
+    const tag = "cli-plain-ls";
+    const input = runInput(path.join(root, "ws"), { prompt: `mb:${tag}:40:plain-ls` });
+    const url = gateway.url.endsWith("/") ? gateway.url : `${gateway.url}/`;
+    const owner = await openSse(url, input);
+    expect(owner.status).toBe(200);
+    let n = 0;
+    await owner.until(() => ++n >= 20);
+    const connectResponse = fetch(new URL("connect", url), {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
+      body: JSON.stringify({ threadId: input.threadId, runId: `connect-${input.runId}`, forwardedProps: { iacCode: { rosInvocationId: "invocation-1" } } }),
+    });
+    const connected = liveSse(await connectResponse, new AbortController());
+    // The connect is following the live run before the line separators come.
+    await connected.until((e) => e.type === "TEXT_MESSAGE_CONTENT" && e["delta"] === "中文39 ");
+    gateFor(tag).release();
+    const [ownerEvents, connectEvents] = await Promise.all([owner.rest(5_000), connected.rest(5_000)]);
+    expect(gateway.child.exitCode, `the gateway exited:\n${gateway.stderr().slice(-2_000)}`).toBeNull();
+    const health = await httpCall(new URL("/health", url).href, { method: "GET", timeoutMs: 5_000 });
+    expect(health.status).toBe(200);
+    const deltas = (list: readonly WireEvent[]) => list.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e["delta"]);
+    expect(deltas(ownerEvents)).toHaveLength(80);
+    expect(ownerEvents.at(-1)?.type).toBe("RUN_FINISHED");
+    expect(deltas(connectEvents)).toEqual(deltas(ownerEvents));
+    expect(connectEvents.at(-1)?.type).toBe("RUN_FINISHED");
+  });
 });
