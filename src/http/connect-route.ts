@@ -104,8 +104,11 @@ class ConnectedRun implements RecordTarget {
   /** The live run's events in `records`, under the connect's run and thread ids. */
   protected *eventsOf(records: string | Uint8Array): Generator<{ type: string }> {
     const text = typeof records === "string" ? records : Buffer.from(records).toString("utf8");
-    for (const [, data] of text.matchAll(/^data: (.*)$/gm)) {
-      const event = JSON.parse(data!) as { type: string; threadId?: string; runId?: string };
+    // Lines split at "\n" only: JSON.stringify leaves U+2028 and U+2029 raw in a record, and a /m regex ends a line at
+    // them too (a text with one cut its record short, and could make one up).
+    for (const line of text.split("\n")) {
+      if (!line.startsWith("data: ")) continue;
+      const event = JSON.parse(line.slice(6)) as { type: string; threadId?: string; runId?: string };
       if (event.runId !== undefined) event.runId = this.runId;
       if (event.threadId !== undefined) event.threadId = this.threadId;
       yield event;
