@@ -18,8 +18,10 @@ import { ensureCliBuilt, startCliOnState, type CliGateway } from "./helpers/dura
 import { runInput } from "./helpers/run-input.js";
 import { liveSse, openSse, sessionEventOf, startStack, type Stack, type WireEvent } from "./helpers/e2e.js";
 import { parseSse } from "./helpers/sse.js";
+import { startCuttingProxy } from "./helpers/cutting-proxy.js";
 import { httpCall, postJson, sseEvents, streamProblems } from "./helpers/faults.js";
 import { SseFrameDecoder } from "../src/a2a/sse-reader.js";
+import { DEFAULT_REPLAY_BOUNDS, ReplayLog } from "../src/http/replay-log.js";
 import { FrameTemplates } from "../src/a2a/frame-templates.js";
 
 const PROBE = "agui-gateway-template-probe-5b1c";
@@ -487,6 +489,69 @@ describe("replay from inside large multi-byte chunks", () => {
     }
   });
 
+  it("a TCP cut in the middle of a large chunk (inside a multi-byte character too), then a resume: every event once", async () => {
+    for (const cutAt of [700, 2_501, 5_003, 9_001, 20_011, 30_011]) {
+      const tag = `cut-${cutAt}`;
+      let connections = 0;
+      const proxy = await startCuttingProxy(stack.gateway.url, () => (++connections === 1 ? cutAt : undefined));
+      try {
+        const input = stack.input({ prompt: `mb:${tag}:300:multi` });
+        const chunks: Buffer[] = [];
+        try {
+          const response = await fetch(proxy.url, { method: "POST", headers: { "Content-Type": "application/json", Accept: "text/event-stream" }, body: JSON.stringify(input) });
+          for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) chunks.push(Buffer.from(chunk));
+        } catch {
+          // The cut.
+        }
+        expect(proxy.cuts).toBe(1);
+        const received = Buffer.concat(chunks).toString("utf8");
+        // What a client keeps: the whole records before the cut.
+        const whole = received.slice(0, received.lastIndexOf("\n\n") + 2);
+        const before = whole === "" ? [] : idRecords(whole);
+        const last = before.at(-1)?.seq ?? 0;
+        const again = fetch(proxy.url, {
+          method: "POST",
+          headers: { "Content-Type": "application/json", Accept: "text/event-stream", "Last-Event-ID": `${input.runId}:${last}` },
+          body: JSON.stringify(input),
+        });
+        const response = await again;
+        expect(response.status).toBe(200);
+        const text = response.text();
+        gateFor(tag).release();
+        const after = idRecords(await text);
+        const seqs = [...before, ...after].map((r) => r.seq);
+        expect(seqs).toEqual(seqs.map((_, i) => i + 1));
+        const events = [...before, ...after].map((r) => r.event);
+        expect(streamProblems(events)).toEqual([]);
+        expect(events.at(-1)?.type).toBe("RUN_FINISHED");
+        const deltas = events.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e["delta"]);
+        expect(deltas).toEqual(Array.from({ length: 600 }, (_, i) => `${MULTI[i % MULTI.length]}${i} `));
+      } finally {
+        await proxy.close();
+      }
+    }
+  });
+
+  it("heartbeats between the records of a paced run come after the records before them, and a reconnect at each id is exact", async () => {
+    // A kernel that goes quiet between batches: the gateway's heartbeats fall between large chunks.
+    const tag = "heartbeat";
+    const input = stack.input({ prompt: `mb:${tag}:150:multi` });
+    const owner = await fetch(stack.gateway.url, { method: "POST", headers: { "Content-Type": "application/json", Accept: "text/event-stream" }, body: JSON.stringify(input) });
+    const text = owner.text();
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    gateFor(tag).release();
+    const { records, problems } = parseSse(await text);
+    expect(problems).toEqual([]);
+    const events = records.flatMap((r) => (r.kind === "event" ? [r] : []));
+    expect(events.map((r) => Number(r.id!.split(":").at(-1)))).toEqual(events.map((_, i) => i + 1));
+    expect(events.at(-1)?.event.type).toBe("RUN_FINISHED");
+    for (const seq of [0, 1, 75, 149, 150, 151, 152, 300, events.length - 1, events.length]) {
+      const again = await postText(stack.gateway.url, input, { "Last-Event-ID": `${input.runId}:${seq}` });
+      expect(again.status).toBe(200);
+      expect(idRecords(again.text).map((r) => r.event)).toEqual(events.slice(seq).map((r) => r.event));
+    }
+  });
+
   for (const texts of ["plain", "ls"]) it(`connect to a live run whose text has ${texts === "ls" ? "U+2028/U+2029" : "no line separators"}: the connect stream carries the run's events`, async () => {
     const tag = `connect-${texts}`;
     const input = stack.input({ prompt: `mb:${tag}:40:${texts}` });
@@ -511,6 +576,37 @@ describe("replay from inside large multi-byte chunks", () => {
     expect(events.at(-1)?.type).toBe("RUN_FINISHED");
     const health = await httpCall(new URL("/health", stack.gateway.url).href, { method: "GET", timeoutMs: 5_000 });
     expect(health.status).toBe(200);
+  });
+});
+
+describe("replay log readers attached mid-tick", () => {
+  it("readers that attach between appends of one tick (cursors anywhere) each get every record after their cursor once", async () => {
+    const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
+    const records = Array.from({ length: 240 }, (_, i) => `id: run:${i + 1}\ndata: {"delta":"${MULTI[i % MULTI.length]!.repeat(1 + (i % 40))}"}\n\n`);
+    const log = new ReplayLog("run", DEFAULT_REPLAY_BOUNDS);
+    const readers: { from: number; seen: string[] }[] = [];
+    const attach = (from: number) => {
+      const replay = log.after(from);
+      if (!("records" in replay)) throw new Error(replay.refused);
+      const reader = { from, seen: replay.records.map((r) => (typeof r === "string" ? r : Buffer.from(r).toString("utf8"))) };
+      log.follow({ record: (r) => reader.seen.push(typeof r === "string" ? r : Buffer.from(r).toString("utf8")), heartbeat: () => reader.seen.push(""), end: () => {} });
+      readers.push(reader);
+    };
+    let seq = 0;
+    for (const size of [60, 1, 100, 79]) {
+      for (let i = 0; i < size; i++) {
+        log.append(records[seq++]!);
+        // Attach now and then, with a cursor at the newest record, inside this tick, or before it.
+        if (seq % 13 === 0) attach(seq);
+        if (seq % 17 === 0) attach(Math.max(0, seq - 9));
+        if (seq % 29 === 0) attach(0);
+        if (seq % 31 === 0) log.heartbeat();
+      }
+      await tick();
+    }
+    log.end(true);
+    expect(readers.length).toBeGreaterThan(20);
+    for (const reader of readers) expect(reader.seen.join("")).toBe(records.slice(reader.from).join(""));
   });
 });
 
