@@ -16,7 +16,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startRawA2AServer, type RawA2AServer, type RawExchange, type RawResponder } from "../src/demo/index.js";
 import { ensureCliBuilt, startCliOnState, type CliGateway } from "./helpers/durable.js";
 import { runInput } from "./helpers/run-input.js";
-import { liveSse, openSse, sessionEventOf, startStack, type Stack, type WireEvent } from "./helpers/e2e.js";
+import type { BaseEvent } from "@ag-ui/client";
+import { GatewayAgent } from "../src/client/index.js";
+import type { ScriptedA2AServer } from "../src/demo/index.js";
+import { liveSse, openSse, scriptByPrompt, sessionEventOf, slowTurn, startStack, type Stack, type WireEvent } from "./helpers/e2e.js";
 import { parseSse } from "./helpers/sse.js";
 import { startCuttingProxy } from "./helpers/cutting-proxy.js";
 import { httpCall, postJson, sseEvents, streamProblems } from "./helpers/faults.js";
@@ -656,4 +659,77 @@ describe("a connect following a live run when U+2028 arrives (a gateway process 
     expect(deltas(connectEvents)).toEqual(deltas(ownerEvents));
     expect(connectEvents.at(-1)?.type).toBe("RUN_FINISHED");
   });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// GatewayAgent: Stop at once, then the next message; Stop/next cycles at every moment of a run's start.
+
+describe.each([30, 0])("GatewayAgent abort/run cycles, reconnect grace %i s", (grace) => {
+  const LONG = "write a long text";
+  let stack: Stack<ScriptedA2AServer>;
+  beforeAll(async () => {
+    stack = await startStack({ script: scriptByPrompt({ [LONG]: () => slowTurn("session-cycles", 40, 30) }), gateway: { reconnectGraceSeconds: grace } });
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  type Moment = "sync" | "microtask" | "5ms" | "30ms" | "RUN_STARTED" | "session" | "delta";
+  const MOMENTS: Moment[] = ["sync", "microtask", "5ms", "30ms", "RUN_STARTED", "session", "delta"];
+
+  async function runOnce(agent: GatewayAgent, runId: string, forwardedProps: unknown, stopAt?: Moment): Promise<{ events: BaseEvent[]; error?: unknown }> {
+    const events: BaseEvent[] = [];
+    let stopped = false;
+    const stop = () => {
+      if (stopped) return;
+      stopped = true;
+      agent.abortRun();
+    };
+    agent.addMessage({ id: `m-${runId}`, role: "user", content: LONG });
+    const done = agent
+      .runAgent(
+        { runId, forwardedProps },
+        {
+          onEvent: ({ event }) => {
+            events.push(event);
+            if (stopAt === "RUN_STARTED" && event.type === "RUN_STARTED") stop();
+            if (stopAt === "session" && event.type === "CUSTOM" && (event as { name?: string }).name === "iac-code.session.v1") stop();
+            if (stopAt === "delta" && event.type === "TEXT_MESSAGE_CONTENT") stop();
+          },
+        },
+      )
+      .then(
+        () => ({ events }),
+        (error: unknown) => ({ events, error }),
+      );
+    if (stopAt === "sync") stop();
+    else if (stopAt === "microtask") queueMicrotask(stop);
+    else if (stopAt === "5ms") setTimeout(stop, 5);
+    else if (stopAt === "30ms") setTimeout(stop, 30);
+    return done;
+  }
+
+  it("Stop at every moment of a run's start, each followed at once by the next message: none meets THREAD_BUSY, the last runs to its end", async () => {
+    const input = stack.input({ prompt: LONG });
+    const agent = new GatewayAgent({ url: stack.gateway.url, threadId: input.threadId, backoffMs: 20 });
+    const failures: string[] = [];
+    let n = 0;
+    for (const round of [0, 1]) {
+      for (const moment of MOMENTS) {
+        const run = await runOnce(agent, `${input.runId}-${round}-${moment}`, input.forwardedProps, moment);
+        n++;
+        for (const event of run.events) if (!EventSchema.safeParse(event).success) failures.push(`${moment}: invalid ${event.type}`);
+        const text = String((run.error as { code?: string } | undefined)?.code ?? run.error ?? "");
+        if (/THREAD_BUSY|DUPLICATE_RUN_ID/.test(text)) failures.push(`${round}/${moment}: ${text}`);
+        const terminals = run.events.filter((e) => e.type === "RUN_FINISHED" || e.type === "RUN_ERROR");
+        if (terminals.length > 1) failures.push(`${moment}: ${terminals.length} terminal events`);
+        if (terminals[0]?.type === "RUN_ERROR") failures.push(`${round}/${moment}: RUN_ERROR ${JSON.stringify(terminals[0]).slice(0, 200)}`);
+      }
+    }
+    const last = await runOnce(agent, `${input.runId}-last`, input.forwardedProps);
+    expect(failures).toEqual([]);
+    expect(last.error, String(last.error)).toBeUndefined();
+    expect(last.events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
+    expect(n).toBe(MOMENTS.length * 2);
+  }, 120_000);
 });
