@@ -413,7 +413,7 @@ async function postText(url: string, body: unknown, headers: Record<string, stri
 describe("replay from inside large multi-byte chunks", () => {
   let stack: Stack<RawA2AServer>;
   beforeAll(async () => {
-    stack = await startStack({ raw: (ex, res) => playBatches(ex, res), gateway: { reconnectGraceSeconds: 5 } });
+    stack = await startStack({ raw: (ex: RawExchange, res: RawResponder) => playBatches(ex, res), gateway: { reconnectGraceSeconds: 5 } });
   });
   afterAll(async () => {
     for (const gate of gates.values()) gate.release();
