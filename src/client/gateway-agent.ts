@@ -66,6 +66,12 @@ export class GatewayAgent extends HttpAgent {
   private unnamed: { threadId: string; runId: string; rosInvocationId?: string } | undefined;
   /** The cancel of a run stopped before it named its execution: the thread is busy until it lands. */
   private cancelling: Promise<void> | undefined;
+  /**
+   * Runs stopped before they named their execution (the newest few). A stop while the gateway was still admitting the
+   * run finds the thread unknown or idle and cancels nothing; the run, admitted then without its client, holds the
+   * thread for its reconnect grace. The next run that meets THREAD_BUSY cancels it if it is one of these.
+   */
+  private stoppedUnnamed: { threadId: string; runId: string; rosInvocationId?: string }[] = [];
 
   constructor(config: GatewayAgentConfig) {
     super(config);
@@ -115,6 +121,7 @@ export class GatewayAgent extends HttpAgent {
     const unnamed = this.unnamed;
     super.abortRun();
     if (!unnamed) return;
+    this.stoppedUnnamed = [...this.stoppedUnnamed.slice(-3), unnamed];
     const cancelling = this.cancelUnnamed(unnamed).catch(() => undefined);
     this.cancelling = cancelling;
     void cancelling.then(() => {
@@ -129,6 +136,7 @@ export class GatewayAgent extends HttpAgent {
     copy.session = undefined;
     copy.unnamed = undefined;
     copy.cancelling = undefined;
+    copy.stoppedUnnamed = [];
     return copy;
   }
 
@@ -142,6 +150,15 @@ export class GatewayAgent extends HttpAgent {
     const status = await threadStatus(this.caller, run.threadId);
     // Otherwise the gateway ends the run, which nobody reads now, when its reconnect grace is over.
     if (status?.runId === run.runId && status.executionId !== undefined) await cancelExecution(this.caller, { ...run, executionId: status.executionId });
+  }
+
+  /** The thread is busy with a run this agent stopped before it named its execution: that run is cancelled (true). */
+  private async cancelStopped(threadId: string): Promise<boolean> {
+    const status = await threadStatus(this.caller, threadId);
+    const stopped = this.stoppedUnnamed.find((run) => run.threadId === threadId && run.runId === status?.runId);
+    if (!stopped || status?.executionId === undefined) return false;
+    await cancelExecution(this.caller, { ...stopped, executionId: status.executionId });
+    return true;
   }
 
   private stream(input: RunAgentInput, kind: "run" | "connect"): Observable<BaseEvent> {
@@ -162,6 +179,7 @@ export class GatewayAgent extends HttpAgent {
         },
         retry: { maxReconnects: this.maxReconnects, backoffMs: this.backoffMs, maxBackoffMs: this.maxBackoffMs },
         idleTimeoutMs: this.idleTimeoutMs,
+        cancelStopped: () => this.cancelStopped(input.threadId),
       };
       const outgoing = enforceOutgoing(input);
       let reader: ResumableRead | undefined;
@@ -199,6 +217,8 @@ interface Transport {
   sessionSeen(session: SessionIds): void;
   retry: { maxReconnects: number; backoffMs: number; maxBackoffMs: number };
   idleTimeoutMs: number;
+  /** The thread is busy with a run the agent stopped before it named its execution: cancels it (true). */
+  cancelStopped(): Promise<boolean>;
 }
 
 
@@ -236,6 +256,7 @@ class ResumableRead {
     // A run keeps its own stream while the gateway keeps its events; after that (and for a connect) it connects.
     let mode: "run" | "connect" = this.kind;
     let failures = 0;
+    let busyCancels = 0;
     let lastError: GatewayStreamError | undefined;
     for (let attempt = 0; !this.done; attempt++) {
       if (this.stopped) return;
@@ -257,6 +278,13 @@ class ResumableRead {
           if (mode === "run" && refusal.code === "REPLAY_EXPIRED") {
             mode = "connect";
             failures = 0;
+            continue;
+          }
+          // The thread is held by a run this agent stopped while the gateway was admitting it: cancelled, then sent again.
+          if (mode === "run" && refusal.code === "THREAD_BUSY" && this.lastId === "" && busyCancels < 5 && (await this.transport.cancelStopped())) {
+            busyCancels++;
+            await this.wait(this.transport.retry.backoffMs);
+            attempt = -1;
             continue;
           }
           // Nothing to connect to (a page's new thread, as far as this caller may know): nothing to bring.
