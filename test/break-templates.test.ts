@@ -18,6 +18,7 @@ import { ensureCliBuilt, startCliOnState, type CliGateway } from "./helpers/dura
 import { runInput } from "./helpers/run-input.js";
 import type { BaseEvent } from "@ag-ui/client";
 import { GatewayAgent } from "../src/client/index.js";
+import { at, plannedFetch } from "./helpers/break-client-fetch.js";
 import type { ScriptedA2AServer } from "../src/demo/index.js";
 import { liveSse, openSse, scriptByPrompt, sessionEventOf, slowTurn, startStack, type Stack, type WireEvent } from "./helpers/e2e.js";
 import { parseSse } from "./helpers/sse.js";
@@ -732,4 +733,25 @@ describe.each([30, 0])("GatewayAgent abort/run cycles, reconnect grace %i s", (g
     expect(last.events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
     expect(n).toBe(MOMENTS.length * 2);
   }, 120_000);
+
+  it("Stop during a reconnect's backoff (cut after RUN_STARTED, before the session), then at once the next message: it runs", async () => {
+    const input = stack.input({ prompt: LONG });
+    // The first connection is cut right after RUN_STARTED; every later try of that run is cut before any byte.
+    const planned = plannedFetch((n) => (n === 0 ? { cut: at((e) => e.type === "RUN_STARTED", (r) => r.end) } : n <= 3 ? { cut: () => 0 } : undefined));
+    const agent = new GatewayAgent({ url: stack.gateway.url, threadId: input.threadId, backoffMs: 1_000, maxBackoffMs: 2_000 });
+    agent.fetch = planned.fetch as never;
+    agent.addMessage({ id: "m-backoff-1", role: "user", content: LONG });
+    const first = agent.runAgent({ runId: `${input.runId}-1`, forwardedProps: input.forwardedProps }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const abortedAt = Date.now();
+    agent.abortRun();
+    await first;
+    expect(Date.now() - abortedAt).toBeLessThan(1_000);
+    const second = await runOnce(agent, `${input.runId}-2`, input.forwardedProps);
+    expect(second.error, String(second.error)).toBeUndefined();
+    expect(second.events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
+  }, 60_000);
 });
