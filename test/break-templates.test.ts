@@ -556,7 +556,7 @@ describe("replay from inside large multi-byte chunks", () => {
     }
   });
 
-  for (const texts of ["plain", "ls"]) it(`connect to a live run whose text has ${texts === "ls" ? "U+2028/U+2029" : "no line separators"}: the connect stream carries the run's events`, async () => {
+  for (const texts of ["plain", "ls", "multi"]) it(`connect to a live run whose text has ${texts === "ls" ? "U+2028/U+2029" : texts === "multi" ? "emoji, CJK and line separators" : "no line separators"}: the connect stream carries the run's events`, async () => {
     const tag = `connect-${texts}`;
     const input = stack.input({ prompt: `mb:${tag}:40:${texts}` });
     const owner = await openSse(stack.gateway.url, input);
