@@ -102,7 +102,7 @@ async function admitLocked(deps: RunDeps, thread: LockedThread, candidate: RunCa
   const parkedSpan = admitted.kind === "resume" ? before?.execution.parkedSpan : undefined;
   // The resume follows from the run that parked: an operator goes from one to the other, whatever process ran it.
   if (parkedSpan) span.link(parkedSpan);
-  const bindings = { requestId, threadId, runId, ...callerLogFields(candidate.caller), ...span.logFields };
+  const logger = deps.logger.child({ requestId, threadId, runId, ...callerLogFields(candidate.caller), ...span.logFields });
   const ticket: RunTicket = {
     request,
     digest: candidate.digest,
@@ -113,12 +113,7 @@ async function admitLocked(deps: RunDeps, thread: LockedThread, candidate: RunCa
     messageId: candidate.messageId,
     startedAt: Date.now(),
     requestId,
-    // Made on its first use: a pino child per run is ~0.75 KB that an idle run would keep without logging a line.
-    get logger() {
-      const logger = deps.logger.child(bindings);
-      Object.defineProperty(this, "logger", { value: logger });
-      return logger;
-    },
+    logger,
     interruptedRunId: before?.execution.interruptedRunId,
     workspace: candidate.workspace,
     span,
@@ -126,13 +121,12 @@ async function admitLocked(deps: RunDeps, thread: LockedThread, candidate: RunCa
   };
   try {
     const session = await startSession(deps, thread, ticket, before);
-    // The run's bindings, as its logger would write them, without making it.
-    deps.logger.info({ ...bindings, executionId: admitted.record.execution.executionId, kind: ticket.kind, language }, "run admitted");
+    logger.info({ executionId: admitted.record.execution.executionId, kind: ticket.kind, language }, "run admitted");
     return session;
   } catch (error) {
     // The refused request does not leave a workspace behind either.
     if (workspace) await unprepareWorkspace(workspace);
-    ticket.logger.warn({ err: error }, "admission write failed");
+    logger.warn({ err: error }, "admission write failed");
     throw admission.stateUnavailable();
   }
 }
