@@ -508,6 +508,37 @@ describe("stream lifetime", () => {
     expect(values).toEqual([taskFrame]);
   }, FAST_FAIL_MS);
 
+  it("a consumer that leaves while the FlowGate holds back the body's end: the connection is kept for the next call", async () => {
+    const sockets: unknown[] = [];
+    handler = (req, res) => {
+      sockets.push(req.socket);
+      sseHead(res);
+      res.end(record(taskFrame));
+    };
+    const held = new Promise<void>(() => undefined);
+    const flow: FlowGate = { ready: () => held };
+    const a2a = newClient();
+    await new Promise<void>((resolve) => {
+      const subscription = a2a.sendStreamingMessage(userMessage, { flow }).subscribe(() => {
+        // The body's end is in by then, unread behind the gate (a run's terminal frame, then its end write).
+        setTimeout(() => {
+          subscription.unsubscribe();
+          resolve();
+        }, 50);
+      });
+    });
+    // The pool takes the connection back on a later tick.
+    await new Promise((resolve) => setImmediate(resolve));
+    handler = (req, res) => {
+      sockets.push(req.socket);
+      sseHead(res);
+      res.end(record(taskFrame));
+    };
+    await collect(a2a.sendStreamingMessage(userMessage));
+    expect(sockets).toHaveLength(2);
+    expect(sockets[1]).toBe(sockets[0]);
+  }, FAST_FAIL_MS);
+
   it("does not read the socket while the FlowGate is pending", async () => {
     let releaseGate!: () => void;
     const gate = new Promise<void>((resolve) => (releaseGate = resolve));

@@ -6,7 +6,7 @@ import type { RunAgentInput } from "@ag-ui/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { streamProblems } from "./helpers/checks.js";
 import { startDurableStack, type DurableStack } from "./helpers/durable.js";
-import { frame, promptOf, waitFor } from "./helpers/e2e.js";
+import { frame, promptOf, slowTurn, waitFor } from "./helpers/e2e.js";
 import { eventually, finishRun, postRun } from "./helpers/replicas.js";
 import { SseSplitter, isTerminal, type WireEvent } from "./helpers/sse.js";
 
@@ -16,7 +16,9 @@ const CHUNK = "x".repeat(4096);
 beforeAll(async () => {
   stack = await startDurableStack({
     script: (turn) =>
-      promptOf(turn).startsWith("flood")
+      promptOf(turn).startsWith("late")
+        ? [{ delayMs: 400 }, ...slowTurn(`session-${turn.contextId}`, 100, 50)]
+        : promptOf(turn).startsWith("flood")
         ? [
             frame.working({ sessionId: `session-${turn.contextId}` }),
             ...Array.from({ length: 2000 }, (_, i) => frame.working({ text: `${i}${CHUNK}`, messageId: "m-flood" })),
@@ -89,5 +91,21 @@ describe("slow readers", () => {
     }, 10_000);
     expect(admitted, JSON.stringify(last)).toBe(true);
     expect(await waitFor(() => stack.upstream.cancelled.length > cancelsBefore), "the abandoned task was cancelled upstream").toBe(true);
+  });
+
+  it("a client that goes away before the kernel's stream has begun: the task the kernel then names is cancelled", async () => {
+    // The kernel takes 400 ms to answer: the client has RUN_STARTED and is gone long before the task is named.
+    const input = stack.input({ prompt: "late start" });
+    const cancelsBefore = stack.upstream.cancelled.length;
+    const paused = await postPaused(input);
+    paused.abort();
+    expect(await waitFor(() => stack.upstream.cancelled.length > cancelsBefore), "the task named after the client left was cancelled upstream").toBe(true);
+    const admitted = await eventually(async () => {
+      const next = await postRun(stack.gateway.url, nextTurn(input));
+      if (next.status !== 200) return false;
+      await finishRun(next);
+      return true;
+    }, 10_000);
+    expect(admitted).toBe(true);
   });
 });

@@ -1,19 +1,18 @@
 // JSON-RPC 2.0 client for the A2A 1.0 kernel on loopback (a2a-upstream §1–§5, reference-adapter §4.1).
-// undici `request` on one keep-alive Agent; streams are read by sse-reader.ts, the iac-code REST routes
+// undici on one keep-alive Agent; streams are read by stream-call.ts, the iac-code REST routes
 // live in iac-code-routes.ts, and every failure leaves as one of the three kinds in errors.ts.
 import { randomUUID } from "node:crypto";
-import type { Readable } from "node:stream";
-import { Observable, type Subscriber } from "rxjs";
+import { Observable } from "rxjs";
 import { Agent, request, type Dispatcher } from "undici";
 import type { A2AMessage, A2AStreamResponse, A2ATask } from "../../operators/types.js";
-import { isEventStream, isSuccess, parseJson, readText } from "./bodies.js";
-import { A2AJsonRpcError, a2aUnavailable, classify, jsonRpcErrorOf } from "./errors.js";
+import { isSuccess, parseJson, readText } from "./bodies.js";
+import { a2aUnavailable, classify, jsonRpcErrorOf } from "./errors.js";
 import { decodeStreamResult, decodeTask, decodeTaskPage, invalidFrame } from "./frames.js";
 import { fetchPipelineState, requestSessionRestore, type PipelineState, type RestTransport } from "./iac-code-routes.js";
-import { IdleWatch } from "./idle-watch.js";
-import { readSseBody, type FlowGate } from "./sse-reader.js";
+import type { FlowGate } from "./sse-reader.js";
+import { StreamCall, failCall } from "./stream-call.js";
 import { isObject } from "../../operators/lib/json.js";
-import { ATTR, NO_SPAN, errorCodeOf, type TraceSpan } from "../ops/trace.js";
+import { ATTR, NO_SPAN, type TraceSpan } from "../ops/trace.js";
 
 export { A2AJsonRpcError, a2aUnavailable } from "./errors.js";
 export type { FlowGate } from "./sse-reader.js";
@@ -166,17 +165,7 @@ export class A2AClient {
    * kernel's stream back instead of growing a buffer. Every call is a child span of `span`.
    */
   pacedBy(flow: FlowGate | undefined, span: TraceSpan = NO_SPAN): PacedUpstream {
-    const opts: StreamOptions = { ...(flow && { flow }), span };
-    return {
-      sendStreamingMessage: (message) => this.sendStreamingMessage(message, opts),
-      subscribeToTask: (taskId) => this.subscribeToTask(taskId, opts),
-      sendMessage: (message, options) => this.sendMessage(message, { ...options, span }),
-      getTask: (taskId, historyLength) => this.getTask(taskId, historyLength, span),
-      listTasks: (query) => this.listTasks(query, span),
-      cancelTask: (taskId) => this.cancelTask(taskId, span),
-      pipelineState: (taskId, afterSequence) => this.pipelineState(taskId, afterSequence, span),
-      ensureSessionRestored: (body) => this.ensureSessionRestored(body, span),
-    };
+    return new PacedClient(this, flow, span);
   }
 
   /** Destroys the connection pool; calls still in flight fail with A2A_UNAVAILABLE. */
@@ -186,9 +175,24 @@ export class A2AClient {
 
   private stream(method: string, params: unknown, taskId: string | undefined, opts: StreamOptions | undefined): Observable<A2AStreamResponse> {
     return new Observable<A2AStreamResponse>((subscriber) => {
-      const request: StreamRequest = { abort: new AbortController(), body: undefined };
-      this.pump(method, params, opts?.flow, subscriber, request, this.callSpan(opts?.span ?? NO_SPAN, method, taskId));
-      return () => endRequest(request);
+      const span = this.callSpan(opts?.span ?? NO_SPAN, method, taskId);
+      const observe = this.observeLatency;
+      const call = new StreamCall(subscriber, opts?.flow, this.idleTimeoutMs, span, observe && ((seconds) => observe(method, seconds)));
+      this.agent.dispatch(
+        {
+          origin: this.base.origin,
+          path: this.base.pathname + this.base.search,
+          method: "POST",
+          idempotent: this.multiplex,
+          headers: this.headersFor("text/event-stream", span),
+          body: rpcBody(method, params),
+          headersTimeout: this.requestTimeoutMs,
+          // Silence on a stream is normal (a permission wait can last minutes); idleTimeoutMs governs it instead.
+          bodyTimeout: 0,
+        },
+        call,
+      );
+      return call;
     });
   }
 
@@ -223,51 +227,6 @@ export class A2AClient {
     }
   }
 
-  /** Chained, not awaited: a stream that sits idle for hours holds no suspended async frame. */
-  private pump(
-    method: string,
-    params: unknown,
-    flow: FlowGate | undefined,
-    subscriber: Subscriber<A2AStreamResponse>,
-    request: StreamRequest,
-    span: TraceSpan,
-  ): void {
-    const { abort } = request;
-    const idle = new IdleWatch(this.idleTimeoutMs, () => abort.abort());
-    this.post(method, params, "text/event-stream", {
-      signal: abort.signal,
-      // Silence on a stream is normal (a permission wait can last minutes); idleTimeoutMs governs it instead.
-      bodyTimeout: 0,
-    }, span)
-      .then(async (res) => {
-        request.body = res.body;
-        if (!isSuccess(res.statusCode)) {
-          res.body.dump().catch(() => undefined);
-          throw a2aUnavailable();
-        }
-        if (!isEventStream(res.headers["content-type"])) {
-          // The kernel refused before the first event: a plain JSON-RPC error body instead of SSE.
-          throw jsonRpcErrorOf(parseJson(await readText(res.body)));
-        }
-        idle.start();
-        return readSseBody(res.body, subscriber, flow, idle);
-      })
-      .catch((error: unknown) => {
-        const failure = idle.fired ? a2aUnavailable() : classify(error);
-        // An abort because the run stopped reading is no failure of the call.
-        if (!subscriber.closed) {
-          failCall(span, failure);
-          subscriber.error(failure);
-        }
-      })
-      .finally(() => {
-        span.end();
-        idle.stop();
-        // Ends the request on every early exit (bad frame, unsubscribe, idle) so the socket is not left half-read.
-        endRequest(request);
-      });
-  }
-
   private async call(method: string, params: unknown, taskId: string | undefined, parent: TraceSpan, timeoutMs?: number): Promise<unknown> {
     const span = this.callSpan(parent, method, taskId);
     try {
@@ -297,19 +256,16 @@ export class A2AClient {
     method: string,
     params: unknown,
     accept: string,
-    timing: { signal?: AbortSignal; bodyTimeout: number; headersTimeout?: number },
+    timing: { bodyTimeout: number; headersTimeout?: number },
     span: TraceSpan,
   ): Promise<Dispatcher.ResponseData> {
     const started = performance.now();
-    const headers: Record<string, string> = { ...this.baseHeaders, "Content-Type": "application/json", Accept: accept };
-    span.inject(headers);
     const response = request(this.base, {
       dispatcher: this.agent,
       method: "POST",
       idempotent: this.multiplex,
-      headers,
-      body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params }),
-      signal: timing.signal,
+      headers: this.headersFor(accept, span),
+      body: rpcBody(method, params),
       headersTimeout: timing.headersTimeout ?? this.requestTimeoutMs,
       bodyTimeout: timing.bodyTimeout,
     });
@@ -318,31 +274,61 @@ export class A2AClient {
     if (observe) response.then(() => observe(method, (performance.now() - started) / 1000), () => undefined);
     return response;
   }
+
+  private headersFor(accept: string, span: TraceSpan): Record<string, string> {
+    const headers: Record<string, string> = { ...this.baseHeaders, "Content-Type": "application/json", Accept: accept };
+    span.inject(headers);
+    return headers;
+  }
 }
 
-/** A streaming call's request, and its response body once the headers are in. */
-interface StreamRequest {
-  readonly abort: AbortController;
-  body: Readable | undefined;
+function rpcBody(method: string, params: unknown): string {
+  return JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params });
 }
 
-/**
- * The reason a run's request is ended with: the AbortError abort() would make, made once. Built per request, with
- * its stack formatted when undici destroys the body, it cost about a tenth of a millisecond of main-thread time per
- * run; only a consumer that has already gone away ever sees it.
- */
-const REQUEST_ENDED = new DOMException("This operation was aborted", "AbortError");
+/** A client paced by one run's flow gate, its calls children of the run's span: a class, not eight closures per run. */
+class PacedClient implements PacedUpstream {
+  private readonly opts: StreamOptions;
 
-/** Aborts the request once, unless its body was read to its end (the request is then over, its socket back in the pool). */
-function endRequest(request: StreamRequest): void {
-  if (request.body?.readableEnded || request.abort.signal.aborted) return;
-  request.abort.abort(REQUEST_ENDED);
-}
+  constructor(
+    private readonly client: A2AClient,
+    flow: FlowGate | undefined,
+    private readonly span: TraceSpan,
+  ) {
+    this.opts = { ...(flow && { flow }), span };
+  }
 
-/** The kernel's JSON-RPC error code is kept beside the failure's own code (A2AJsonRpcError, A2A_UNAVAILABLE, …). */
-function failCall(span: TraceSpan, error: unknown): void {
-  if (error instanceof A2AJsonRpcError) span.set({ "rpc.jsonrpc.error_code": error.code });
-  span.fail(errorCodeOf(error));
+  sendStreamingMessage(message: A2AMessage): Observable<A2AStreamResponse> {
+    return this.client.sendStreamingMessage(message, this.opts);
+  }
+
+  subscribeToTask(taskId: string): Observable<A2AStreamResponse> {
+    return this.client.subscribeToTask(taskId, this.opts);
+  }
+
+  sendMessage(message: A2AMessage, options?: { timeoutMs?: number }): Promise<A2AStreamResponse> {
+    return this.client.sendMessage(message, { ...options, span: this.span });
+  }
+
+  getTask(taskId: string, historyLength?: number): Promise<A2ATask> {
+    return this.client.getTask(taskId, historyLength, this.span);
+  }
+
+  listTasks(query: ListTasksQuery): Promise<TaskPage> {
+    return this.client.listTasks(query, this.span);
+  }
+
+  cancelTask(taskId: string): Promise<A2ATask> {
+    return this.client.cancelTask(taskId, this.span);
+  }
+
+  pipelineState(taskId: string, afterSequence: number): Promise<PipelineState | null> {
+    return this.client.pipelineState(taskId, afterSequence, this.span);
+  }
+
+  ensureSessionRestored(body: { cwd: string; sessionId: string; taskId?: string }): Promise<boolean | "unsupported"> {
+    return this.client.ensureSessionRestored(body, this.span);
+  }
 }
 
 function messageParams(message: A2AMessage): unknown {

@@ -1,15 +1,10 @@
-// The SSE frame reader: an A2A streaming body in, decoded StreamResponses out to a subscriber, with
-// backpressure (a closed flow gate pauses the socket) and the idle timer kept in step.
-import type { Readable } from "node:stream";
-import { StringDecoder } from "node:string_decoder";
+// The SSE frame decoder of an A2A streaming body (read by stream-call.ts), and the flow gate that paces it.
 import { createParser, type EventSourceMessage } from "eventsource-parser";
-import type { Subscriber } from "rxjs";
 import type { A2AStreamResponse } from "../../operators/types.js";
 import { MAX_RECORD_CHARS, parseJson } from "./bodies.js";
 import { jsonRpcErrorOf } from "./errors.js";
 import { FrameTemplates } from "./frame-templates.js";
 import { decodeStreamResult, invalidFrame } from "./frames.js";
-import type { IdleWatch } from "./idle-watch.js";
 import { isObject } from "../../operators/lib/json.js";
 
 /**
@@ -77,78 +72,4 @@ export class SseFrameDecoder {
       this.failure = error instanceof Error ? error : invalidFrame();
     }
   }
-}
-
-/**
- * Reads an SSE body to its end, delivering frames chunk by chunk; resolves early when the consumer is gone.
- * Event-driven rather than `for await`: an idle stream then holds no suspended iterator, generator or
- * pending promise, only its listeners. While the flow gate is closed the body is paused, so the socket is
- * not read and backpressure reaches the kernel.
- */
-export function readSseBody(
-  body: Readable,
-  subscriber: Subscriber<A2AStreamResponse>,
-  flow: FlowGate | undefined,
-  idle: IdleWatch,
-): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const frames = new SseFrameDecoder();
-    const decoder = new StringDecoder("utf8");
-    let first = true;
-    const settle = (error?: unknown) => {
-      body.off("data", onData);
-      body.off("end", onEnd);
-      body.off("error", settle);
-      if (error === undefined) resolve();
-      else reject(error);
-    };
-    const deliver = (text: string): boolean => {
-      // The SSE decoding rules drop one leading byte-order mark (eventsource-parser leaves it to us).
-      if (first && text !== "") {
-        first = false;
-        if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-      }
-      frames.feed(text);
-      return emitAll(frames, subscriber);
-    };
-    const onData = (chunk: Buffer) => {
-      idle.touch();
-      try {
-        if (!deliver(decoder.write(chunk))) return settle();
-      } catch (error) {
-        return settle(error);
-      }
-      const ready = flow?.ready();
-      if (!ready) return;
-      body.pause();
-      idle.pause();
-      const reopen = () => {
-        if (subscriber.closed) return settle();
-        idle.resume();
-        body.resume();
-      };
-      void ready.then(reopen, reopen);
-    };
-    const onEnd = () => {
-      try {
-        if (deliver(decoder.end())) subscriber.complete();
-        settle();
-      } catch (error) {
-        settle(error);
-      }
-    };
-    body.on("data", onData);
-    body.on("end", onEnd);
-    body.on("error", settle);
-  });
-}
-
-/** Delivers the decoded frames; false when the stream must stop (consumer gone, or a bad frame). */
-function emitAll(frames: SseFrameDecoder, subscriber: Subscriber<A2AStreamResponse>): boolean {
-  for (const frame of frames.take()) {
-    if (subscriber.closed) return false;
-    subscriber.next(frame);
-  }
-  if (frames.failure) throw frames.failure;
-  return !subscriber.closed;
 }

@@ -28,7 +28,7 @@ import { declaresAgui1 } from "./protocol.js";
 import { interruptsOf } from "./resume.js";
 import { appliedBy, plannedFrames, prepareResume } from "./resume-flow.js";
 import { cancelTask, type RunDeps } from "./run-context.js";
-import { followTask, pendingFrame, turnFrames } from "./task-frames.js";
+import { TaskNaming, followTask, namingTask, pendingFrame, turnFrames } from "./task-frames.js";
 import {
   endExecution,
   foldFact,
@@ -89,6 +89,8 @@ export class RunSession {
   private abandonsTask = false;
   /** The wait at the interrupts was reported (once, when the kernel took the first answer). */
   private waitReported = false;
+  /** A turn's: the task its stream named first, for a run whose client left before that was folded in. */
+  private turnTask: TaskNaming | undefined;
   /** Settles once the run's end has settled, whenever it begins. */
   private readonly endSettled: Promise<void>;
   private settleEnd!: () => void;
@@ -144,7 +146,7 @@ export class RunSession {
   }
 
   private turn(upstream: PacedUpstream): Observable<AguiOutput> {
-    const frames = turnFrames(upstream, this.ticket);
+    const frames = defer(() => namingTask(turnFrames(upstream, this.ticket), (this.turnTask = new TaskNaming())));
     if (!this.deps.threads.shared) return this.project(frames, this.appliedBefore());
     return defer(() => this.ensureSession(upstream)).pipe(concatMap(() => this.project(frames, this.appliedBefore())));
   }
@@ -309,7 +311,8 @@ export class RunSession {
     await this.writing;
     const parked = hasPending(this.known) && !this.abandonsTask;
     const cancelled = !parked && (this.abandonsTask || abandonsTask(terminal));
-    if (cancelled) await cancelTask(deps, this.known.execution.taskId, ticket.span);
+    // A client that left before the kernel named the turn's task: the task is cancelled once it is named.
+    if (cancelled) await cancelTask(deps, this.known.execution.taskId ?? (await this.turnTask?.named()), ticket.span);
     let durable = true;
     await deps.threads.locked(threadId, async (thread) => {
       deps.live.remove(this);

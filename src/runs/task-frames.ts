@@ -1,9 +1,10 @@
 // The A2A frames a run reads: the turn's SendStreamingMessage, a task followed to its end, and the frames
 // the service itself shows (the pending set again, a tool result of an answer).
-import { EMPTY, catchError, concat, defer, map, throwError, type Observable } from "rxjs";
+import { EMPTY, Observable, catchError, concat, defer, map, throwError, type Observer, type Subscriber, type Subscription, type Unsubscribable } from "rxjs";
 import type { A2AStreamResponse, A2ATask } from "../../operators/index.js";
 import { buildIacCodeMetadata, buildUserMessage, type PacedUpstream } from "../a2a/index.js";
 import { isKernelAnswer, toRunError } from "../a2a/error-mapping.js";
+import { resultOf, taskIdOf } from "../../operators/lib/a2a-read.js";
 import type { ThreadRecord } from "../state/thread-store.js";
 import type { RunTicket } from "./run-session.js";
 
@@ -16,6 +17,92 @@ export function turnFrames(upstream: PacedUpstream, ticket: RunTicket): Observab
     metadata: buildIacCodeMetadata({ ...request.iacCode, cwd: record.cwd, language }),
   });
   return defer(() => upstream.sendStreamingMessage(message)).pipe(catchError((error: unknown) => throwError(() => toRunError(error))));
+}
+
+/** How long a run whose client left keeps its turn's request open for the kernel to name the task it started. */
+export const TASK_NAMING_WAIT_MS = 10_000;
+
+/** The task a turn's stream named first: undefined when it ended, failed or gave no task id first. */
+export class TaskNaming {
+  private settled = false;
+  private taskId: string | undefined;
+  private waiter: ((taskId: string | undefined) => void) | undefined;
+
+  /** Resolves once the stream's first frame came or the stream is over (at once if that was already so). */
+  named(): Promise<string | undefined> {
+    if (this.settled) return Promise.resolve(this.taskId);
+    return new Promise((resolve) => (this.waiter = resolve));
+  }
+
+  settle(taskId: string | undefined): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.taskId = taskId;
+    this.waiter?.(taskId);
+    this.waiter = undefined;
+  }
+
+  get pending(): boolean {
+    return !this.settled;
+  }
+}
+
+/**
+ * `frames` (a turn's stream), with the task its first frame names told to `naming`. The kernel starts a task as
+ * soon as it has the request but names it only in the stream's first frame: a consumer that leaves before that
+ * frame leaves the request open until it comes (at most TASK_NAMING_WAIT_MS), so the run's end can still cancel
+ * that task instead of leaving it running unseen.
+ */
+export function namingTask(frames: Observable<A2AStreamResponse>, naming: TaskNaming): Observable<A2AStreamResponse> {
+  return new Observable<A2AStreamResponse>((subscriber) => new NamingRelay(subscriber, naming).follow(frames));
+}
+
+/** One subscription of namingTask: an object, not a set of closures per run (an idle run keeps it). */
+class NamingRelay implements Observer<A2AStreamResponse>, Unsubscribable {
+  private source: Subscription | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly subscriber: Subscriber<A2AStreamResponse>,
+    private readonly naming: TaskNaming,
+  ) {}
+
+  follow(frames: Observable<A2AStreamResponse>): this {
+    this.source = frames.subscribe(this);
+    return this;
+  }
+
+  next(frame: A2AStreamResponse): void {
+    if (this.naming.pending) this.named(taskIdOf(frame, resultOf(frame)));
+    // The consumer left before the task was named: that was all the request was kept open for.
+    if (this.subscriber.closed) return this.source?.unsubscribe();
+    this.subscriber.next(frame);
+  }
+
+  error(error: unknown): void {
+    this.named(undefined);
+    this.subscriber.error(error);
+  }
+
+  complete(): void {
+    this.named(undefined);
+    this.subscriber.complete();
+  }
+
+  unsubscribe(): void {
+    if (!this.naming.pending) return this.source?.unsubscribe();
+    this.timer = setTimeout(() => {
+      this.named(undefined);
+      this.source?.unsubscribe();
+    }, TASK_NAMING_WAIT_MS);
+    this.timer.unref();
+  }
+
+  private named(taskId: string | undefined): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.naming.settle(taskId);
+  }
 }
 
 /** Snapshot then live frames of a task; a task that is no longer active answers with its final snapshot. */
