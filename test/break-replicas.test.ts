@@ -195,3 +195,50 @@ describe("a run that ends while Redis does not answer", () => {
     }
   }, 40_000);
 });
+
+describe("a replica starting up on a shared store", () => {
+  it("claims only the threads it recovers: none of the parked ones another replica is answering", async () => {
+    // One orphan (its replica SIGKILLed mid-run, its lease lapsed): the start-up's to recover.
+    const doomed = await replicas.spawn();
+    const orphan = replicas.input({ prompt: "slow count" });
+    const posted = await postRun(doomed.url, orphan);
+    expect(posted.status).toBe(200);
+    await posted.live!.until((e) => e.type === "TEXT_MESSAGE_CONTENT");
+    await doomed.kill("SIGKILL");
+    await posted.live!.rest();
+    const deadline = Date.now() + 10_000;
+    while ((await leaseOf(orphan.threadId)) !== null && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await leaseOf(orphan.threadId)).toBeNull();
+    const orphanRecord = async () => JSON.parse((await redis.hget(`agui-gateway:thread:${threadFileStem(orphan.threadId)}`, "record"))!);
+    const orphanTask = (await orphanRecord()).execution.taskId as string;
+    expect(orphanTask).toEqual(expect.any(String));
+    // Twenty threads parked at an interrupt on B: nothing to recover there.
+    const parked = await Promise.all(Array.from({ length: 20 }, async () => {
+      const input = replicas.input({ prompt: "deploy the stack" });
+      expect((await toTerminal(await postRun(replicas.b.url, input))).at(-1)).toMatchObject({ outcome: { type: "interrupt" } });
+      return threadFileStem(input.threadId);
+    }));
+
+    // Every lease key Redis writes from now on (keyspace notifications).
+    await redis.config("SET", "notify-keyspace-events", "K$g");
+    const watcher = new Redis(replicas.redis.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    await watcher.connect();
+    const touched = new Set<string>();
+    watcher.on("pmessage", (_pattern: string, channel: string) => touched.add(channel.slice(channel.indexOf("lease:") + "lease:".length)));
+    await watcher.psubscribe("__keyspace@0__:agui-gateway:lease:*");
+    try {
+      const fresh = await replicas.spawn();
+      const recoveredBy = Date.now() + 15_000;
+      while (!fresh.stderr().includes("cancelled the A2A tasks of runs that were active") && Date.now() < recoveredBy) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect((await orphanRecord()).execution.taskId, "the orphan was recovered at start-up").toBeNull();
+      expect(replicas.kernel.cancelled).toContain(orphanTask);
+      expect(touched.has(threadFileStem(orphan.threadId)), "the orphan's lease was taken (the watch sees leases)").toBe(true);
+      expect(parked.filter((stem) => touched.has(stem)), "parked threads whose lease the start-up took").toEqual([]);
+    } finally {
+      watcher.disconnect();
+      await redis.config("SET", "notify-keyspace-events", "");
+    }
+  }, 60_000);
+});

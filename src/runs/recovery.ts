@@ -60,6 +60,10 @@ export async function recoverAbandonedRuns(deps: RunDeps): Promise<number> {
       await deps.threads
         .locked(threadId, async (thread) => {
           if (deps.threads.isLoaded(threadId)) return;
+          // Read before claiming: a start-up that claimed every thread would hold, for a moment (or, killed then, for
+          // the lease's TTL), threads another replica is being asked to run, which would answer THREAD_BUSY.
+          const seen = await deps.threads.peekStored(threadId);
+          if (!seen || !abandonedRun(deps, seen)) return;
           // With a shared store only a thread no replica holds is ours to recover.
           if (!(await deps.threads.claim(threadId)).claimed) return;
           try {

@@ -240,6 +240,11 @@ export class ThreadRepository {
     }
   }
 
+  /** The stored record, bypassing the cache and taking nothing (no version kept): a look before claiming. */
+  peekStored(threadId: string): Promise<ThreadRecord | undefined> {
+    return this.options.store.load(threadId);
+  }
+
   /** The stored record, bypassing the cache (start-up recovery). */
   async loadStored(threadId: string): Promise<ThreadRecord | undefined> {
     if (!this.shared) return this.options.store.load(threadId);
