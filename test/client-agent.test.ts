@@ -241,7 +241,8 @@ describe("GatewayAgent when the gateway is killed with SIGKILL mid-run and start
   }, 120_000);
 
   it("with --reconnect-grace: a run nobody comes back to is cancelled once the grace is over", async () => {
-    grace = ["--reconnect-grace", "2"];
+    // Four seconds: long enough that a loaded machine still reads the thread inside the grace.
+    grace = ["--reconnect-grace", "4"];
     await start();
     const input = runInput(path.join(root, "ws-1"), { prompt: LONG_TEXT, threadId: randomUUID() });
     const response = await fetch(current!.url, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(input) });
@@ -255,9 +256,11 @@ describe("GatewayAgent when the gateway is killed with SIGKILL mid-run and start
     // Kept for the grace: the kernel goes on with it and nobody cancelled it.
     expect((await status()).status).toBe("running");
     expect(upstream.cancelled).not.toContain(taskId);
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + 15_000;
     while (!upstream.cancelled.includes(taskId) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     expect(upstream.cancelled).toContain(taskId);
+    // The kernel hears the cancel before the gateway stores the run as ended.
+    while ((await status()).status !== "idle" && Date.now() < deadline + 5_000) await new Promise((r) => setTimeout(r, 50));
     expect((await status()).status).toBe("idle");
   }, 60_000);
 
