@@ -10,7 +10,6 @@
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { StringDecoder } from "node:string_decoder";
 import { EventSchema } from "@ag-ui/core/schemas";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startRawA2AServer, type RawA2AServer, type RawExchange, type RawResponder } from "../src/demo/index.js";
@@ -24,7 +23,7 @@ import { liveSse, openSse, scriptByPrompt, sessionEventOf, slowTurn, startStack,
 import { parseSse } from "./helpers/sse.js";
 import { startCuttingProxy } from "./helpers/cutting-proxy.js";
 import { httpCall, postJson, sseEvents, streamProblems } from "./helpers/faults.js";
-import { SseFrameDecoder } from "../src/a2a/sse-reader.js";
+import { decodeSseChunks } from "./helpers/sse-frames.js";
 import { DEFAULT_REPLAY_BOUNDS, ReplayLog } from "../src/http/replay-log.js";
 import { FrameTemplates } from "../src/a2a/frame-templates.js";
 
@@ -79,33 +78,16 @@ FrameTemplates.prototype.decode = function (this: FrameTemplates, data: string) 
   return frame;
 };
 
-function decodeChunks(chunks: readonly Buffer[]): { frames: string[]; error?: string } {
-  const decoder = new SseFrameDecoder();
-  const text = new StringDecoder("utf8");
-  const frames: string[] = [];
-  const take = () => {
-    for (const frame of decoder.take()) frames.push(JSON.stringify(frame));
-  };
-  for (const chunk of chunks) {
-    decoder.feed(text.write(chunk));
-    take();
-    if (decoder.failure) break;
-  }
-  if (!decoder.failure) decoder.feed(text.end());
-  take();
-  return { frames, ...(decoder.failure !== undefined && { error: decoder.failure.message }) };
-}
-
 function everyByte(bytes: Buffer): Buffer[] {
   return Array.from({ length: bytes.length }, (_, i) => bytes.subarray(i, i + 1));
 }
 
 /** The same frames (and the same failure) whether the templates decode or every record is parsed, whole or byte by byte. */
 function expectSameFrames(records: readonly (string | Rec)[], opts: { byteByByte?: boolean } = {}): { frames: string[]; error?: string } {
-  const parsed = decodeChunks([Buffer.from(sse(records, "parsed"), "utf8")]);
+  const parsed = decodeSseChunks([Buffer.from(sse(records, "parsed"), "utf8")]);
   const templated = Buffer.from(sse(records, "templated"), "utf8");
-  expect(decodeChunks([templated])).toEqual(parsed);
-  if (opts.byteByByte !== false) expect(decodeChunks(everyByte(templated))).toEqual(parsed);
+  expect(decodeSseChunks([templated])).toEqual(parsed);
+  if (opts.byteByByte !== false) expect(decodeSseChunks(everyByte(templated))).toEqual(parsed);
   return parsed;
 }
 
@@ -261,7 +243,7 @@ describe("frame templates against a full parse (SseFrameDecoder)", () => {
         chunks.push(templated.subarray(at, at + size));
         at += size;
       }
-      expect(decodeChunks(chunks)).toEqual(decodeChunks([Buffer.from(sse(records, "parsed"), "utf8")]));
+      expect(decodeSseChunks(chunks)).toEqual(decodeSseChunks([Buffer.from(sse(records, "parsed"), "utf8")]));
     }
   });
 });
@@ -328,7 +310,7 @@ describe("frame templates against a full parse (through the gateway)", () => {
       const parsed = await gatewayRun(stack, `P:${name}`);
       expect(normalized(templated)).toEqual(normalized(parsed));
       // A record the full parse refuses ends the run as an error at that record (the decoder says which).
-      const refused = decodeChunks([Buffer.from(sse(ALL_SEQUENCES[name]!, "parsed"), "utf8")]).error !== undefined;
+      const refused = decodeSseChunks([Buffer.from(sse(ALL_SEQUENCES[name]!, "parsed"), "utf8")]).error !== undefined;
       expect(templated.at(-1)?.type).toBe(refused ? "RUN_ERROR" : "RUN_FINISHED");
       expect(templated.some((e) => e.type === "TEXT_MESSAGE_CONTENT" || e.type.startsWith("REASONING"))).toBe(true);
       const health = await httpCall(new URL("/health", stack.gateway.url).href, { method: "GET", timeoutMs: 5_000 });

@@ -1,9 +1,8 @@
 // The SSE frame decoder feeds each chunk to the record parser in two parts (up to its first line end, then the rest)
 // and decodes repeated text deltas from their templates: whatever way the body is cut, the frames read are the
 // ones of the whole body read at once, and a bad record fails the stream at the same frame.
-import { StringDecoder } from "node:string_decoder";
 import { describe, expect, it } from "vitest";
-import { SseFrameDecoder } from "../src/a2a/sse-reader.js";
+import { decodeSseChunks } from "./helpers/sse-frames.js";
 
 function delta(text: string, messageId = "m1"): string {
   return JSON.stringify({
@@ -42,23 +41,6 @@ function body(seed: number, withBadRecord: boolean): string {
   return parts.join("");
 }
 
-async function read(chunks: readonly Buffer[]): Promise<{ frames: string[]; error?: string }> {
-  const decoder = new SseFrameDecoder();
-  const text = new StringDecoder("utf8");
-  const frames: string[] = [];
-  const take = () => {
-    for (const frame of decoder.take()) frames.push(JSON.stringify(frame));
-  };
-  for (const chunk of chunks) {
-    decoder.feed(text.write(chunk));
-    take();
-    if (decoder.failure) break;
-  }
-  if (!decoder.failure) decoder.feed(text.end());
-  take();
-  return { frames, ...(decoder.failure !== undefined && { error: decoder.failure.message }) };
-}
-
 function cuts(bytes: Buffer, seed: number): Buffer[] {
   let state = seed;
   const random = () => ((state = (state * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
@@ -73,13 +55,13 @@ function cuts(bytes: Buffer, seed: number): Buffer[] {
 
 describe("SSE reader chunking", () => {
   for (const withBadRecord of [false, true]) {
-    it(`reads the same frames however the body is cut${withBadRecord ? ", and fails at the same bad record" : ""}`, async () => {
+    it(`reads the same frames however the body is cut${withBadRecord ? ", and fails at the same bad record" : ""}`, () => {
       for (let seed = 1; seed <= 12; seed++) {
         const bytes = Buffer.from(body(seed, withBadRecord), "utf8");
-        const whole = await read([bytes]);
+        const whole = decodeSseChunks([bytes]);
         expect(whole.frames.length).toBeGreaterThan(withBadRecord ? 80 : 110);
         expect(whole.error !== undefined, whole.error).toBe(withBadRecord);
-        for (let cut = 0; cut < 4; cut++) expect(await read(cuts(bytes, seed * 31 + cut))).toEqual(whole);
+        for (let cut = 0; cut < 4; cut++) expect(decodeSseChunks(cuts(bytes, seed * 31 + cut))).toEqual(whole);
       }
     });
   }
