@@ -23,7 +23,8 @@ import { liveSse, openSse, scriptByPrompt, sessionEventOf, slowTurn, startStack,
 import { parseSse } from "./helpers/sse.js";
 import { startCuttingProxy } from "./helpers/cutting-proxy.js";
 import { httpCall, postJson, sseEvents, streamProblems } from "./helpers/faults.js";
-import { decodeSseChunks } from "./helpers/sse-frames.js";
+import { cutBytes, decodeSseChunks } from "./helpers/sse-frames.js";
+import { seeded } from "./helpers/seeded.js";
 import { DEFAULT_REPLAY_BOUNDS, ReplayLog } from "../src/http/replay-log.js";
 import { FrameTemplates } from "../src/a2a/frame-templates.js";
 
@@ -78,16 +79,12 @@ FrameTemplates.prototype.decode = function (this: FrameTemplates, data: string) 
   return frame;
 };
 
-function everyByte(bytes: Buffer): Buffer[] {
-  return Array.from({ length: bytes.length }, (_, i) => bytes.subarray(i, i + 1));
-}
-
 /** The same frames (and the same failure) whether the templates decode or every record is parsed, whole or byte by byte. */
 function expectSameFrames(records: readonly (string | Rec)[], opts: { byteByByte?: boolean } = {}): { frames: string[]; error?: string } {
   const parsed = decodeSseChunks([Buffer.from(sse(records, "parsed"), "utf8")]);
   const templated = Buffer.from(sse(records, "templated"), "utf8");
   expect(decodeSseChunks([templated])).toEqual(parsed);
-  if (opts.byteByByte !== false) expect(decodeSseChunks(everyByte(templated))).toEqual(parsed);
+  if (opts.byteByByte !== false) expect(decodeSseChunks(cutBytes(templated, () => 1))).toEqual(parsed);
   return parsed;
 }
 
@@ -220,8 +217,7 @@ describe("frame templates against a full parse (SseFrameDecoder)", () => {
   }
 
   it("every template record with one character changed (seeded), cut at random", () => {
-    let seed = 0x5eed;
-    const random = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+    const random = seeded(0x5eed);
     const alphabet = ['"', "\\", "u", "0", "}", "]", ",", ":", "{", "[", "a", " ", "\u0001", "é"];
     for (let round = 0; round < 60; round++) {
       const records: string[] = [];
@@ -236,13 +232,7 @@ describe("frame templates against a full parse (SseFrameDecoder)", () => {
         records.push(record);
       }
       expectSameFrames(records, { byteByByte: false });
-      const templated = Buffer.from(sse(records, "templated"), "utf8");
-      const chunks: Buffer[] = [];
-      for (let at = 0; at < templated.length; ) {
-        const size = 1 + Math.floor(random() * 64);
-        chunks.push(templated.subarray(at, at + size));
-        at += size;
-      }
+      const chunks = cutBytes(Buffer.from(sse(records, "templated"), "utf8"), () => 1 + Math.floor(random() * 64));
       expect(decodeSseChunks(chunks)).toEqual(decodeSseChunks([Buffer.from(sse(records, "parsed"), "utf8")]));
     }
   });

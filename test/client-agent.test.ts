@@ -14,7 +14,8 @@ import { GatewayAgent, GatewayStreamError } from "../src/client/index.js";
 import { createDemoScript, startScriptedA2AServer, type ScriptedA2AServer } from "../src/demo/index.js";
 import { startCuttingProxy, type CuttingProxy } from "./helpers/cutting-proxy.js";
 import { ensureCliBuilt, startCliOnState, type CliGateway } from "./helpers/durable.js";
-import { promptOf, runInput, scriptByPrompt, slowTurn, startStack, type Stack } from "./helpers/e2e.js";
+import { promptOf, runInput, scriptByPrompt, slowTurn, startStack, waitFor, type Stack } from "./helpers/e2e.js";
+import { eventually } from "./helpers/replicas.js";
 import { seeded } from "./helpers/seeded.js";
 
 const LONG_TEXT = "write a long text";
@@ -256,11 +257,10 @@ describe("GatewayAgent when the gateway is killed with SIGKILL mid-run and start
     // Kept for the grace: the kernel goes on with it and nobody cancelled it.
     expect((await status()).status).toBe("running");
     expect(upstream.cancelled).not.toContain(taskId);
-    const deadline = Date.now() + 15_000;
-    while (!upstream.cancelled.includes(taskId) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    await waitFor(() => upstream.cancelled.includes(taskId), 15_000);
     expect(upstream.cancelled).toContain(taskId);
     // The kernel hears the cancel before the gateway stores the run as ended.
-    while ((await status()).status !== "idle" && Date.now() < deadline + 5_000) await new Promise((r) => setTimeout(r, 50));
+    await eventually(async () => (await status()).status === "idle", 5_000);
     expect((await status()).status).toBe("idle");
   }, 60_000);
 

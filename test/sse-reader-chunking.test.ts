@@ -2,7 +2,8 @@
 // and decodes repeated text deltas from their templates: whatever way the body is cut, the frames read are the
 // ones of the whole body read at once, and a bad record fails the stream at the same frame.
 import { describe, expect, it } from "vitest";
-import { decodeSseChunks } from "./helpers/sse-frames.js";
+import { seeded } from "./helpers/seeded.js";
+import { cutBytes, decodeSseChunks } from "./helpers/sse-frames.js";
 
 function delta(text: string, messageId = "m1"): string {
   return JSON.stringify({
@@ -41,16 +42,10 @@ function body(seed: number, withBadRecord: boolean): string {
   return parts.join("");
 }
 
+/** Mostly long cuts, some of a few bytes (inside a line end, a multi-byte character, a record's field name). */
 function cuts(bytes: Buffer, seed: number): Buffer[] {
-  let state = seed;
-  const random = () => ((state = (state * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
-  const chunks: Buffer[] = [];
-  for (let at = 0; at < bytes.length; ) {
-    const size = random() < 0.3 ? 1 + Math.floor(random() * 8) : 1 + Math.floor(random() * 2_000);
-    chunks.push(bytes.subarray(at, at + size));
-    at += size;
-  }
-  return chunks;
+  const random = seeded(seed);
+  return cutBytes(bytes, () => (random() < 0.3 ? 1 + Math.floor(random() * 8) : 1 + Math.floor(random() * 2_000)));
 }
 
 describe("SSE reader chunking", () => {

@@ -1,5 +1,5 @@
-// Drives the A2A SSE frame decoder over byte chunks as the stream reader does (UTF-8 decoded across cuts), for
-// tests that cut a body anywhere.
+// Drives the A2A SSE frame decoder over byte chunks as the stream reader does (UTF-8 decoded across cuts), and cuts
+// a body into such chunks, for tests that cut a body anywhere.
 import { StringDecoder } from "node:string_decoder";
 import { SseFrameDecoder } from "../../src/a2a/sse-reader.js";
 
@@ -19,4 +19,15 @@ export function decodeSseChunks(chunks: readonly Buffer[]): { frames: string[]; 
   if (!decoder.failure) decoder.feed(text.end());
   take();
   return { frames, ...(decoder.failure !== undefined && { error: decoder.failure.message }) };
+}
+
+/** `bytes` cut into consecutive chunks of `nextSize()` bytes each (the last one shorter); every byte once, in order. */
+export function cutBytes(bytes: Buffer, nextSize: () => number): Buffer[] {
+  const chunks: Buffer[] = [];
+  for (let at = 0; at < bytes.length; ) {
+    const size = nextSize();
+    chunks.push(bytes.subarray(at, at + size));
+    at += size;
+  }
+  return chunks;
 }
