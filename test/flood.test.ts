@@ -14,6 +14,7 @@ import { streamProblems } from "./helpers/checks.js";
 import { ensureCliBuilt, startCli, type CliGateway } from "./helpers/durable.js";
 import { liveSse, openSse, postRaw, scriptByPrompt, sessionEventOf, slowTurn, startStack } from "./helpers/e2e.js";
 import { envelopeProblems, httpCall, silentLogger, type Reply } from "./helpers/faults.js";
+import { rawHttp } from "./helpers/http.js";
 import { bigJson, floodFromChild, pollHealth, startControlServer, upload } from "./helpers/flood.js";
 
 const MiB = 1024 * 1024;
@@ -91,6 +92,28 @@ print(json.dumps([attempt(body) for _ in range(10)] + [attempt(chunked()) for _ 
     ]);
     await expectAlive(gateway.url);
   }, 100_000);
+
+  it("a body declared longer than the drain bound is refused with its envelope, its connection closed behind the answer", async () => {
+    const gateway = await launch();
+    const attempts: [path: string, contentType: string, close: boolean, expected: string][] = [
+      ["", "application/json", false, "413 REQUEST_TOO_LARGE"],
+      ["", "application/json", true, "413 REQUEST_TOO_LARGE"],
+      ["connect", "application/json", false, "413 REQUEST_TOO_LARGE"],
+      ["extensions/iac-code/v1/executions/x/cancel", "application/json", true, "413 REQUEST_TOO_LARGE"],
+      // Refused before the body is read: the drain of a `Connection: close` request meets the declared length.
+      ["", "text/plain", true, "415 UNSUPPORTED_MEDIA_TYPE"],
+      ["nothing", "application/json", true, "404 NOT_FOUND"],
+    ];
+    for (const [route, contentType, close, expected] of attempts) {
+      const reply = await rawHttp(new URL(route, gateway.url).href, {
+        headers: { "Content-Type": contentType, "Content-Length": String(100_000_000), ...(close && { Connection: "close" }) },
+        chunks: [Buffer.alloc(64 * 1024, 0x20)],
+      });
+      const code = (reply.json as { error?: { code?: string } } | undefined)?.error?.code;
+      expect(`${reply.status} ${code}`, `${route || "/"} ${contentType}${close ? " (close)" : ""}: ${reply.text.slice(0, 200)}`).toBe(expected);
+    }
+    await expectAlive(gateway.url);
+  }, 60_000);
 });
 
 describe("the shared body budget", () => {

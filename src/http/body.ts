@@ -168,6 +168,8 @@ function drain(req: IncomingMessage, alreadyRead: number, maxBytes: number, dead
   drained.add(req);
   let total = alreadyRead;
   let finished = false;
+  // Declared before `finish`, which a body declared too long calls before any timer is set.
+  let timer: NodeJS.Timeout | undefined;
   const finish = (cut: boolean) => {
     if (finished) return;
     finished = true;
@@ -192,7 +194,7 @@ function drain(req: IncomingMessage, alreadyRead: number, maxBytes: number, dead
   const onEnd = () => finish(false);
   const declared = Number(req.headers["content-length"]);
   if (Number.isInteger(declared) && declared > maxBytes) return finish(true);
-  const timer = deadlineMs > 0 ? setTimeout(() => finish(true), deadlineMs) : undefined;
+  if (deadlineMs > 0) timer = setTimeout(() => finish(true), deadlineMs);
   req.on("data", onData);
   req.once("end", onEnd);
   req.once("close", onEnd);
