@@ -116,6 +116,20 @@ print(json.dumps([attempt(body) for _ in range(10)] + [attempt(chunked()) for _ 
   }, 60_000);
 });
 
+describe("a request near the body limit", () => {
+  it("an 11 MiB prompt is run by the built-in demo kernel to RUN_FINISHED (the kernel takes what the gateway admits)", async () => {
+    const gateway = await launch();
+    const { inputFor, postJson, sseEvents } = await import("./helpers/faults.js");
+    const prompt = "a".repeat(11 * MiB);
+    const reply = await postJson(gateway.url, inputFor(path.join(root, "ws"), { prompt }));
+    expect(reply.status).toBe(200);
+    const { events, problems } = sseEvents(reply.text);
+    expect([...problems, ...streamProblems(events)]).toEqual([]);
+    expect(events.at(-1)).toMatchObject({ type: "RUN_FINISHED" });
+    await expectAlive(gateway.url);
+  }, 60_000);
+});
+
 describe("the shared body budget", () => {
   it("over budget a request gets 503 SERVER_BUSY with Retry-After, its body drained; the budget is released afterwards", async () => {
     const gateway = await launch({ bodyBudgetMib: 12 });

@@ -60,8 +60,6 @@ export interface ScriptedA2AServer {
 // HTTP/2 forbids connection-specific headers.
 const { Connection: _connection, ...H2_SSE_HEADERS } = SSE_HEADERS;
 
-const MAX_BODY_BYTES = 8 * 1024 * 1024;
-
 function sendJson(res: Res, status: number, body: unknown): void {
   if (res.destroyed || res.writableEnded) return;
   const text = JSON.stringify(body);
@@ -188,12 +186,12 @@ export async function startScriptedA2AServer(options: ScriptedA2AServerOptions):
 
   async function route(req: Req, res: Res): Promise<void> {
     const path = new URL(req.url ?? "/", "http://127.0.0.1").pathname;
-    if (req.method === "POST" && path === "/") return handleRpc(req, res, await readRequestText(req, MAX_BODY_BYTES));
+    if (req.method === "POST" && path === "/") return handleRpc(req, res, await readRequestText(req));
     if (!authorized(req)) return sendJson(res, 401, { error: "Unauthorized" });
     if (options.sessionRestore && req.method === "POST" && path === "/iac-code/session/ensure-restored") {
       let sessionId: unknown;
       try {
-        sessionId = (JSON.parse(await readRequestText(req, MAX_BODY_BYTES)) as { sessionId?: unknown } | null)?.sessionId;
+        sessionId = (JSON.parse(await readRequestText(req)) as { sessionId?: unknown } | null)?.sessionId;
       } catch {
         return sendJson(res, 400, { error: "Bad Request" });
       }

@@ -2,7 +2,13 @@
 import type { IncomingMessage } from "node:http";
 import type { Http2ServerRequest } from "node:http2";
 
-export function readRequestText(req: IncomingMessage | Http2ServerRequest, limit = 8 * 1024 * 1024): Promise<string> {
+/**
+ * The gateway admits AG-UI bodies up to 12 MiB, and the JSON-RPC request it makes of one (the prompt in an A2A message)
+ * is a little larger: a fake kernel takes all of it, so a prompt the gateway admitted never fails at the kernel.
+ */
+export const MAX_KERNEL_BODY_BYTES = 16 * 1024 * 1024;
+
+export function readRequestText(req: IncomingMessage | Http2ServerRequest, limit = MAX_KERNEL_BODY_BYTES): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
