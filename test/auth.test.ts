@@ -196,6 +196,12 @@ describe("user tokens verified against a JWKS", () => {
       refusal(await post(env.stack.input({ threadId: input.threadId }), bob), 409, "THREAD_BINDING_CONFLICT");
       refusal(await post(input, bob), 409, "THREAD_BINDING_CONFLICT");
       refusal(await post({ ...input, runId: "bob-run", resume: [{ interruptId: "x", status: "resolved", payload: {} }] }, bob), 409, "THREAD_BINDING_CONFLICT");
+      // A reconnect to the owner's run (Last-Event-ID) is answered as one to a run that never was.
+      const rejoined = await post(input, { ...bob, "Last-Event-ID": `${input.runId}:1` });
+      const fresh = env.stack.input();
+      const neverRan = await post(fresh, { ...bob, "Last-Event-ID": `${fresh.runId}:1` });
+      refusal(rejoined, 400, "INVALID_LAST_EVENT_ID");
+      expect(rejoined.json).toEqual(neverRan.json);
 
       // Cancel and observe: the same answer as for an execution that never existed.
       const cancelled = await postRaw(cancelUrl(executionId), ids, bob);
