@@ -13,7 +13,7 @@ import { startGateway, type RunningGateway } from "../src/gateway.js";
 import { streamProblems } from "./helpers/checks.js";
 import { ensureCliBuilt, startCli, type CliGateway } from "./helpers/durable.js";
 import { liveSse, openSse, postRaw, scriptByPrompt, sessionEventOf, slowTurn, startStack } from "./helpers/e2e.js";
-import { envelopeProblems, httpCall, silentLogger, type Reply } from "./helpers/faults.js";
+import { envelopeProblems, httpCall, inputFor, postJson, sseEvents, silentLogger, type Reply } from "./helpers/faults.js";
 import { rawHttp } from "./helpers/http.js";
 import { bigJson, floodFromChild, pollHealth, startControlServer, upload } from "./helpers/flood.js";
 
@@ -119,7 +119,6 @@ print(json.dumps([attempt(body) for _ in range(10)] + [attempt(chunked()) for _ 
 describe("a request near the body limit", () => {
   it("an 11 MiB prompt is run by the built-in demo kernel to RUN_FINISHED (the kernel takes what the gateway admits)", async () => {
     const gateway = await launch();
-    const { inputFor, postJson, sseEvents } = await import("./helpers/faults.js");
     const prompt = "a".repeat(11 * MiB);
     const reply = await postJson(gateway.url, inputFor(path.join(root, "ws"), { prompt }));
     expect(reply.status).toBe(200);
@@ -237,7 +236,6 @@ describe("deadlines and the connection cap", () => {
     });
     try {
       const started = Date.now();
-      const { inputFor, postJson } = await import("./helpers/faults.js");
       const reply = await postJson(gateway.url, inputFor(path.join(root, "ws")));
       expect(Date.now() - started).toBeGreaterThan(2_500);
       expect(reply.text).toContain('"type":"RUN_FINISHED"');
