@@ -58,6 +58,52 @@ describe("ReplayLog", () => {
     expect(seen).toEqual([records.slice(0, 10).join(""), "<heartbeat>", records.slice(10, 25).join(""), records.slice(25).join(""), "<end true>"]);
   });
 
+  it("a reader that throws is dropped and ended; the other readers still get every record, heartbeat and the end", async () => {
+    const log = new ReplayLog("run", DEFAULT_REPLAY_BOUNDS);
+    const follower = (name: string, throwsOn?: "record" | "heartbeat" | "end") => {
+      const seen: string[] = [];
+      let calls = 0;
+      const listener: LogListener = {
+        record: (records) => {
+          seen.push(text([records]));
+          if (throwsOn === "record" && ++calls === 2) throw new Error(`${name} broke`);
+        },
+        heartbeat: () => {
+          seen.push("<heartbeat>");
+          if (throwsOn === "heartbeat") throw new Error(`${name} broke`);
+        },
+        end: (complete) => {
+          seen.push(`<end ${complete}>`);
+          if (throwsOn === "end") throw new Error(`${name} broke`);
+        },
+      };
+      log.follow(listener);
+      return seen;
+    };
+    const first = follower("first");
+    const onRecord = follower("on record", "record");
+    const onHeartbeat = follower("on heartbeat", "heartbeat");
+    const onEnd = follower("on end", "end");
+    const last = follower("last");
+    const records = recordsOf(9, 5);
+    for (let i = 0; i < records.length; i += 3) {
+      for (const record of records.slice(i, i + 3)) log.append(record);
+      await tick();
+      if (i === 0) log.heartbeat();
+    }
+    log.end(true);
+    const ticks = [0, 3, 6].map((i) => records.slice(i, i + 3).join(""));
+    const whole = [ticks[0], "<heartbeat>", ticks[1], ticks[2], "<end true>"];
+    expect(first).toEqual(whole);
+    expect(last).toEqual(whole);
+    expect(onEnd).toEqual(whole);
+    // It threw on its second chunk: ended once, never called again.
+    expect(onRecord).toEqual([ticks[0], "<heartbeat>", ticks[1], "<end false>"]);
+    expect(onHeartbeat).toEqual([ticks[0], "<heartbeat>", "<end false>"]);
+    const replay = log.after(0);
+    expect("records" in replay && text(replay.records)).toBe(records.join(""));
+  });
+
   it("the oldest chunks go once a bound is passed, the newest stays; a cursor before them is refused, never given a gap", async () => {
     const records = recordsOf(30, 5);
     const log = new ReplayLog("run", { ...DEFAULT_REPLAY_BOUNDS, maxBytes: Buffer.byteLength(records.slice(20).join("")) });

@@ -93,7 +93,13 @@ export class ReplayLog {
 
   heartbeat(): void {
     this.sealPending();
-    for (const listener of this.listeners) listener.heartbeat();
+    for (const listener of this.listeners) {
+      try {
+        listener.heartbeat();
+      } catch {
+        this.drop(listener);
+      }
+    }
     this.mirror?.heartbeat();
   }
 
@@ -103,8 +109,15 @@ export class ReplayLog {
     this.state = complete ? "complete" : "abandoned";
     this.sealPending();
     this.mirror?.end(complete, this.lastSeq, this.bounds.retentionMs);
-    for (const listener of [...this.listeners]) listener.end(complete);
+    const listeners = [...this.listeners];
     this.listeners.clear();
+    for (const listener of listeners) {
+      try {
+        listener.end(complete);
+      } catch {
+        // That reader's own failure: the others are still told.
+      }
+    }
     this.onSettled(this);
   }
 
@@ -171,7 +184,26 @@ export class ReplayLog {
       this.bytes -= oldest.bytes;
     }
     this.mirror?.append(firstSeq, text, pending.length, this.firstSeq);
-    for (const listener of this.listeners) listener.record(data);
+    for (const listener of this.listeners) {
+      try {
+        listener.record(data);
+      } catch {
+        this.drop(listener);
+      }
+    }
+  }
+
+  /**
+   * A reader that threw: the others still get what it did not, and the run appending is not thrown into. It is
+   * dropped and ended (its client can come back with its cursor).
+   */
+  private drop(listener: LogListener): void {
+    this.listeners.delete(listener);
+    try {
+      listener.end(false);
+    } catch {
+      // Already broken; nothing more is owed to it.
+    }
   }
 }
 
