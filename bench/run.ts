@@ -15,7 +15,7 @@ import type { BenchContext } from "./lib/context.js";
 import { hotSpots } from "./lib/profile.js";
 import { round } from "./lib/stats.js";
 import { startGatewaySystem, startRelaySystem, type System } from "./lib/systems.js";
-import { admission, admissionFileVsRedis } from "./scenarios/admission.js";
+import { admission, admissionCpuPerRun, admissionFileVsRedis } from "./scenarios/admission.js";
 import { IDLE_TARGET, idleStreams } from "./scenarios/idle.js";
 import { latency } from "./scenarios/latency.js";
 import { manyStreams, manyStreamsFits } from "./scenarios/many-streams.js";
@@ -50,6 +50,7 @@ const TARGETS = {
   stateWriteMedianMs: "reported",
   stateWriteRedisMedianMs: "reported",
   admissionMedianMs: "reported",
+  admissionCpuMsPerRun: "reported",
   admissionRedisMedianMs: "≤ admissionMedianMs + 2",
   compareRatio: "reported (--compare-dist)",
   tracingRatio: "reported (runs/s, tracing on ÷ off)",
@@ -191,6 +192,9 @@ async function main(): Promise<void> {
       }
       if (wants("admission")) {
         await scenario("admission", async () => {
+          const perRun = await admissionCpuPerRun(gateway);
+          results.admissionCpuMsPerRun = perRun.cpuMsPerRun;
+          details.admissionPerRun = perRun;
           if (!redis) {
             const r = await admission(ctx, gateway);
             results.admissionMedianMs = r.admissionMedianMs;

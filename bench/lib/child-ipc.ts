@@ -41,6 +41,10 @@ export function serveParent(ready: unknown, handlers: Handlers, onExit?: () => P
       send({ type: "ok", id: message.id, value: (usage.user + usage.system) / 1000 });
       return;
     }
+    if (message.cmd === "busy") {
+      send({ type: "ok", id: message.id, value: performance.eventLoopUtilization().active });
+      return;
+    }
     if (message.cmd === "memory") {
       send({ type: "ok", id: message.id, value: process.memoryUsage() });
       return;

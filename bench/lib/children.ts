@@ -15,6 +15,8 @@ export interface ChildHandle<Ready = Record<string, unknown>> {
   rssBytes(): Promise<number>;
   /** User + system CPU time the child has used so far, ms. */
   cpuMs(): Promise<number>;
+  /** Time the child's main thread has been busy so far (its event loop not waiting), ms. */
+  busyMs(): Promise<number>;
   /** Asks the child to exit (flushes a --cpu-prof profile), then kills it if it lingers. */
   stop(): Promise<void>;
 }
@@ -129,6 +131,7 @@ export async function spawnChild<Ready = Record<string, unknown>>(name: string, 
     call,
     rssBytes: () => call<number>("rss"),
     cpuMs: () => call<number>("cpu"),
+    busyMs: () => call<number>("busy"),
     stop: async () => {
       if (child.exitCode !== null || child.signalCode !== null) return;
       if (child.connected) child.send({ id: 0, cmd: "exit" } satisfies ChildRequest);
