@@ -145,6 +145,29 @@ describe("FileThreadStore round trip and layout", () => {
     expect(serializeThreadRecordCompact(r)).toBe(JSON.stringify(sortedDeep(r)));
   });
 
+  it("writes any JSON value as the straightforward entries-sort-join serializer does, byte for byte", () => {
+    // The serializer builds its text without intermediate arrays; this is the plain version it replaced, as an oracle
+    // (keys compared by UTF-16 unit below the surrogates, as the property above checks in full).
+    const plain = (value: unknown, indent: string | undefined): string => {
+      if (value === null || typeof value !== "object") return JSON.stringify(value);
+      const inner = indent === undefined ? undefined : `${indent}  `;
+      const [open, separator, close, colon] = inner === undefined ? ["", ",", "", ":"] : [`\n${inner}`, `,\n${inner}`, `\n${indent}`, ": "];
+      if (Array.isArray(value)) return value.length === 0 ? "[]" : `[${open}${value.map((item) => plain(item, inner)).join(separator)}${close}]`;
+      const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      return entries.length === 0 ? "{}" : `{${open}${entries.map(([k, v]) => `${JSON.stringify(k)}${colon}${plain(v, inner)}`).join(separator)}${close}}`;
+    };
+    const ascii = fc.string({ unit: fc.constantFrom("a", "b", "Z", "0", "9", "_", " ", '"', "\\", "\n") });
+    const json = fc.jsonValue({ maxDepth: 4 });
+    fc.assert(
+      fc.property(fc.oneof(json, fc.dictionary(ascii, json)), (value) => {
+        const normal = JSON.parse(JSON.stringify(value)) as unknown;
+        expect(serializeThreadRecord(normal as ThreadRecord)).toBe(`${plain(normal, "")}\n`);
+        expect(serializeThreadRecordCompact(normal as ThreadRecord)).toBe(plain(normal, undefined));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it("sorts keys by code point, surrogate pairs and lone surrogates included", () => {
     const byCodePoints = (a: string, b: string): number => {
       const [left, right] = [Array.from(a), Array.from(b)];
