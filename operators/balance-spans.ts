@@ -2,8 +2,8 @@
 // (success or interrupt) and RUN_ERROR alike (the reference leaves spans open on errors, which
 // @ag-ui/client rejects). Passes exactly one terminal event and completes after it; a source error
 // becomes a balanced RUN_ERROR.
-import type { OperatorFunction } from "rxjs";
-import { operate, operatorObserver } from "./lib/operate.js";
+import type { OperatorFunction, Subscriber, Subscription, Unsubscribable } from "rxjs";
+import { operate, operatorObserver, type OperatorHandlers } from "./lib/operate.js";
 import type { Translate } from "./lib/interrupts.js";
 import { runErrorEvent } from "./lib/run-error-event.js";
 import { SpanLedger } from "./lib/span-ledger.js";
@@ -25,40 +25,58 @@ export interface BalanceSpansOptions {
  */
 export function balanceSpans<T extends { type: string }>(options: BalanceSpansOptions = {}): OperatorFunction<T, T | AguiEvent> {
   return operate<T, T | AguiEvent>((source, subscriber) => {
-    const spans = new SpanLedger();
-    let done = false;
-    const closeAll = (timestamp: number | undefined) => {
-      for (const end of spans.close(timestamp)) subscriber.next(end);
-    };
-
-    const upstream = source.subscribe(
-      operatorObserver(subscriber, {
-        next: (item) => {
-          if (done) return;
-          if (spans.track(item)) {
-            done = true;
-            closeAll((item as { timestamp?: number }).timestamp);
-            subscriber.next(item);
-            subscriber.complete();
-            return;
-          }
-          subscriber.next(item);
-        },
-        error: (error: unknown) => {
-          if (done) return;
-          done = true;
-          const timestamp = Date.now();
-          closeAll(timestamp);
-          subscriber.next(runErrorEvent(error, { timestamp, ...options }));
-          subscriber.complete();
-        },
-        complete: () => {
-          if (done) return;
-          closeAll(undefined);
-          subscriber.complete();
-        },
-      }),
-    );
-    return () => upstream.unsubscribe();
+    const balancer = new SpanBalancer<T>(subscriber, options);
+    balancer.upstream = source.subscribe(operatorObserver(subscriber, balancer));
+    return balancer;
   });
+}
+
+/**
+ * One subscription's spans. A class rather than closures over its state: a run holds it for as long as it streams
+ * (hours, for a parked interrupt), and its methods live on the prototype.
+ */
+class SpanBalancer<T extends { type: string }> implements OperatorHandlers<T>, Unsubscribable {
+  private readonly spans = new SpanLedger();
+  private done = false;
+  upstream: Subscription | undefined;
+
+  constructor(
+    private readonly subscriber: Subscriber<T | AguiEvent>,
+    private readonly options: BalanceSpansOptions,
+  ) {}
+
+  next(item: T): void {
+    if (this.done) return;
+    if (this.spans.track(item)) {
+      this.done = true;
+      this.closeAll((item as { timestamp?: number }).timestamp);
+      this.subscriber.next(item);
+      this.subscriber.complete();
+      return;
+    }
+    this.subscriber.next(item);
+  }
+
+  error(error: unknown): void {
+    if (this.done) return;
+    this.done = true;
+    const timestamp = Date.now();
+    this.closeAll(timestamp);
+    this.subscriber.next(runErrorEvent(error, { timestamp, ...this.options }));
+    this.subscriber.complete();
+  }
+
+  complete(): void {
+    if (this.done) return;
+    this.closeAll(undefined);
+    this.subscriber.complete();
+  }
+
+  unsubscribe(): void {
+    this.upstream?.unsubscribe();
+  }
+
+  private closeAll(timestamp: number | undefined): void {
+    for (const end of this.spans.close(timestamp)) this.subscriber.next(end);
+  }
 }

@@ -7,7 +7,7 @@ import { asyncScheduler, type OperatorFunction, type SchedulerLike } from "rxjs"
 import { TERMINAL_STATES, iacCodeOf, onlySessionId, isAgentRole, normalizeState, resultOf, sessionIdOf, taskIdOf, textOfMessage, unprocessableFrame } from "../lib/a2a-read.js";
 import { requiredInputs } from "../lib/interrupts.js";
 import { canonicalJson, isObject } from "../lib/json.js";
-import { stageOperator, type Stage } from "../lib/stage.js";
+import { stageOperator, type Stage, type StageHandlers, type StageOutput } from "../lib/stage.js";
 import type { A2AMessage, A2AStreamResponse, IacCodeSignal } from "../types.js";
 import type { FramePart, ProjectionPart } from "./parts.js";
 
@@ -41,90 +41,113 @@ export function readFramesStage(options: ReadFramesOptions = {}): Stage<A2AStrea
   const scheduler = options.scheduler ?? asyncScheduler;
   const historyFallback = options.historyFallback ?? true;
   const skipRepeatedIds = options.skipRepeatedIds ?? false;
-  return (out) => {
-    // Frames that arrive together (one upstream chunk, delivered in one turn of the event loop) were read at one
-    // time: the clock is read once per turn, not once per frame (a tenth of the projection's cost at 100k frames a
-    // second). Only on the wall clock: a scheduler of its own, or rxjs's in a TestScheduler run (virtual time, which
-    // moves within a turn), is asked every time.
-    const perTurn = scheduler === asyncScheduler && Math.abs(scheduler.now() - Date.now()) < 1_000;
-    const emit = (part: ProjectionPart | IacCodeSignal) => out.next(part);
-    let last: FramePart | undefined;
-    let turnTime: number | undefined;
-    const turnEnded = () => {
-      turnTime = undefined;
-    };
-    const now = (): number => {
-      if (!perTurn) return Math.floor(scheduler.now());
-      if (turnTime === undefined) {
-        turnTime = Math.floor(scheduler.now());
-        queueMicrotask(turnEnded);
+  return (out) => new FrameReader(out, scheduler, historyFallback, skipRepeatedIds);
+}
+
+/**
+ * One subscription's reader. A class rather than closures over its state: a run holds it for as long as it streams
+ * (hours, for a parked interrupt), and its methods live on the prototype. Whatever a frame makes it throw is that
+ * frame's fault: a protocol error, never the process's.
+ */
+class FrameReader implements StageHandlers<A2AStreamResponse> {
+  /**
+   * Frames that arrive together (one upstream chunk, delivered in one turn of the event loop) were read at one
+   * time: the clock is read once per turn, not once per frame (a tenth of the projection's cost at 100k frames a
+   * second). Only on the wall clock: a scheduler of its own, or rxjs's in a TestScheduler run (virtual time, which
+   * moves within a turn), is asked every time.
+   */
+  private readonly perTurn: boolean;
+  private last: FramePart | undefined;
+
+  constructor(
+    private readonly out: StageOutput<ProjectionPart | IacCodeSignal>,
+    private readonly scheduler: SchedulerLike,
+    private readonly historyFallback: boolean,
+    private readonly skipRepeatedIds: boolean,
+  ) {
+    this.perTurn = scheduler === asyncScheduler && Math.abs(scheduler.now() - Date.now()) < 1_000;
+  }
+
+  private now(): number {
+    return this.perTurn ? turnTime() : Math.floor(this.scheduler.now());
+  }
+
+  next(frame: A2AStreamResponse): void {
+    const out = this.out;
+    const time = this.now();
+    const result = resultOf(frame);
+    const iac = iacCodeOf(result);
+    const taskId = taskIdOf(frame, result);
+    const contextId = typeof result.contextId === "string" && result.contextId !== "" ? result.contextId : undefined;
+    const sessionId = sessionIdOf(iac);
+    const last = this.last;
+    if (!this.skipRepeatedIds || last === undefined || last.taskId !== taskId || last.contextId !== contextId || last.sessionId !== sessionId) {
+      // One shape for every frame part (absent ids are undefined): the hot path stays monomorphic.
+      const part: FramePart = { type: "A2A_FRAME", time, taskId, contextId, sessionId };
+      if (this.skipRepeatedIds) this.last = part;
+      out.next(part);
+    }
+    // Most frames of a turn (text deltas) carry only the session id: their iac_code is not read key by key.
+    const rich = iac !== undefined && !onlySessionId(iac) ? iac : undefined;
+    if (rich) {
+      if (isObject(rich.pipelineSnapshot)) out.next({ type: "A2A_PIPELINE_SNAPSHOT", time, snapshot: rich.pipelineSnapshot });
+      const batch = rich.pipelineBatch;
+      if (isObject(batch) && Array.isArray(batch.events)) {
+        for (const envelope of batch.events) if (isObject(envelope)) out.next({ type: "A2A_PIPELINE_ENVELOPE", time, envelope });
       }
-      return turnTime;
-    };
-    const read = (frame: A2AStreamResponse) => {
-      const time = now();
-      const result = resultOf(frame);
-      const iac = iacCodeOf(result);
-      const taskId = taskIdOf(frame, result);
-      const contextId = typeof result.contextId === "string" && result.contextId !== "" ? result.contextId : undefined;
-      const sessionId = sessionIdOf(iac);
-      if (!skipRepeatedIds || last === undefined || last.taskId !== taskId || last.contextId !== contextId || last.sessionId !== sessionId) {
-        // One shape for every frame part (absent ids are undefined): the hot path stays monomorphic.
-        const part: FramePart = { type: "A2A_FRAME", time, taskId, contextId, sessionId };
-        if (skipRepeatedIds) last = part;
-        emit(part);
-      }
-      // Most frames of a turn (text deltas) carry only the session id: their iac_code is not read key by key.
-      const rich = iac !== undefined && !onlySessionId(iac) ? iac : undefined;
-      if (rich) {
-        if (isObject(rich.pipelineSnapshot)) emit({ type: "A2A_PIPELINE_SNAPSHOT", time, snapshot: rich.pipelineSnapshot });
-        const batch = rich.pipelineBatch;
-        if (isObject(batch) && Array.isArray(batch.events)) {
-          for (const envelope of batch.events) if (isObject(envelope)) emit({ type: "A2A_PIPELINE_ENVELOPE", time, envelope });
+      if (isObject(rich.pipeline)) out.next({ type: "A2A_PIPELINE_ENVELOPE", time, envelope: rich.pipeline });
+      if (rich.thinking !== undefined) out.next({ type: "A2A_REASONING", time, thinking: rich.thinking });
+      const tool = rich.tool;
+      if (isObject(tool)) {
+        const name = typeof tool.name === "string" && tool.name ? tool.name : "tool";
+        const call = { type: "A2A_TOOL_CALL", time, toolUseId: tool.toolUseId, name, ofCurrentMessage: true } as const;
+        switch (tool.status) {
+          case "started":
+            out.next(call);
+            break;
+          case "input_complete":
+            out.next({ ...call, args: canonicalJson(tool.toolInput ?? { summary: tool.inputSummary ?? null }) });
+            break;
+          case "completed":
+          case "failed":
+            out.next({ type: "A2A_TOOL_RESULT", time, toolUseId: tool.toolUseId, result: tool.result });
+            break;
+          case "progress":
+            out.next({ type: "IAC_CODE_SIGNAL", namespace: "tool-progress", value: { schemaVersion: 1, ...tool }, timestamp: time });
+            break;
         }
-        if (isObject(rich.pipeline)) emit({ type: "A2A_PIPELINE_ENVELOPE", time, envelope: rich.pipeline });
-        if (rich.thinking !== undefined) emit({ type: "A2A_REASONING", time, thinking: rich.thinking });
-        const tool = rich.tool;
-        if (isObject(tool)) {
-          const name = typeof tool.name === "string" && tool.name ? tool.name : "tool";
-          const call = { type: "A2A_TOOL_CALL", time, toolUseId: tool.toolUseId, name, ofCurrentMessage: true } as const;
-          switch (tool.status) {
-            case "started":
-              emit(call);
-              break;
-            case "input_complete":
-              emit({ ...call, args: canonicalJson(tool.toolInput ?? { summary: tool.inputSummary ?? null }) });
-              break;
-            case "completed":
-            case "failed":
-              emit({ type: "A2A_TOOL_RESULT", time, toolUseId: tool.toolUseId, result: tool.result });
-              break;
-            case "progress":
-              emit({ type: "IAC_CODE_SIGNAL", namespace: "tool-progress", value: { schemaVersion: 1, ...tool }, timestamp: time });
-              break;
-          }
-        }
-        if (rich.usage !== undefined) emit({ type: "A2A_USAGE", time, usage: rich.usage });
       }
-      if ("artifactUpdate" in frame && isObject(frame.artifactUpdate.artifact)) {
-        emit({ type: "IAC_CODE_SIGNAL", namespace: "artifact", value: { schemaVersion: 1, ...frame.artifactUpdate.artifact }, timestamp: time });
-      }
-      const message = result.status?.message;
-      const delta = textOfMessage(message);
-      const final = rich !== undefined && isObject(rich.assistantFinal) && rich.assistantFinal.complete === true;
-      const history = delta === "" && historyFallback && "task" in frame ? lastAgentBlock(result.history) : undefined;
-      if (delta !== "" || (history !== undefined && history.text !== "")) {
-        emit({ type: "A2A_STATUS_TEXT", time, delta, messageId: message?.messageId || undefined, final, history });
-      }
-      const inputs = requiredInputs(rich);
-      if (inputs.length > 0) emit({ type: "A2A_REQUIRED_INPUTS", time, inputs });
-      // Only a state that ends the turn changes anything: a stream that ends on any other ends unfinished.
-      const state = normalizeState(result.status?.state);
-      if (state !== undefined && TURN_ENDING_STATES.has(state)) emit({ type: "A2A_STATE", time, state });
-    };
-    // Whatever a frame makes us throw is that frame's fault: a protocol error, never the process's.
-    return { next: read };
-  };
+      if (rich.usage !== undefined) out.next({ type: "A2A_USAGE", time, usage: rich.usage });
+    }
+    if ("artifactUpdate" in frame && isObject(frame.artifactUpdate.artifact)) {
+      out.next({ type: "IAC_CODE_SIGNAL", namespace: "artifact", value: { schemaVersion: 1, ...frame.artifactUpdate.artifact }, timestamp: time });
+    }
+    const message = result.status?.message;
+    const delta = textOfMessage(message);
+    const final = rich !== undefined && isObject(rich.assistantFinal) && rich.assistantFinal.complete === true;
+    const history = delta === "" && this.historyFallback && "task" in frame ? lastAgentBlock(result.history) : undefined;
+    if (delta !== "" || (history !== undefined && history.text !== "")) {
+      out.next({ type: "A2A_STATUS_TEXT", time, delta, messageId: message?.messageId || undefined, final, history });
+    }
+    const inputs = requiredInputs(rich);
+    if (inputs.length > 0) out.next({ type: "A2A_REQUIRED_INPUTS", time, inputs });
+    // Only a state that ends the turn changes anything: a stream that ends on any other ends unfinished.
+    const state = normalizeState(result.status?.state);
+    if (state !== undefined && TURN_ENDING_STATES.has(state)) out.next({ type: "A2A_STATE", time, state });
+  }
+}
+
+/** The wall clock, read once per turn of the event loop, for every stream whose frames arrive in it. */
+let currentTurnTime: number | undefined;
+const turnEnded = (): void => {
+  currentTurnTime = undefined;
+};
+function turnTime(): number {
+  if (currentTurnTime === undefined) {
+    currentTurnTime = Math.floor(asyncScheduler.now());
+    queueMicrotask(turnEnded);
+  }
+  return currentTurnTime;
 }
 
 /** Last contiguous block of agent messages in a task history (trailing user messages skipped). */
