@@ -8,6 +8,7 @@
 // value at the delta's path (not a key, not part of another string, not overridden by a repeated key).
 import type { A2AStreamResponse } from "../../operators/types.js";
 import { isObject } from "../../operators/lib/json.js";
+import { flatString } from "../flat-string.js";
 
 type Path = readonly (string | number)[];
 type Frame = Record<string, Record<string, unknown>>;
@@ -96,7 +97,7 @@ export class FrameTemplates {
   /** After `data` was decoded in full into `frame` (its JSON-RPC result, checked). */
   learn(data: string, frame: A2AStreamResponse): void {
     if (data.length > MAX_TEMPLATE_CHARS) return;
-    const record = flat(data);
+    const record = flatString(data);
     for (const slot of this.slots) {
       if (slot.misses > MAX_MISSES) continue;
       const value = valueAt(frame, slot.kind.path);
@@ -139,7 +140,7 @@ function provesLiteral(prefix: string, suffix: string, path: Path, data: string)
 
 /** The value of a string literal's body, when it is exactly one string body; undefined otherwise. */
 function stringBody(body: string): string | undefined {
-  if (!NEEDS_DECODING.test(body)) return flat(body);
+  if (!NEEDS_DECODING.test(body)) return flatString(body);
   try {
     const value: unknown = JSON.parse(`"${body}"`);
     return typeof value === "string" ? value : undefined;
@@ -155,9 +156,4 @@ function valueAt(value: unknown, path: Path): unknown {
     at = (at as Record<string | number, unknown>)[key];
   }
   return at;
-}
-
-/** A string of its own: a slice of the record would keep the network chunk it was cut from alive. */
-function flat(text: string): string {
-  return text.length > 12 ? (" " + text).slice(1) : text;
 }

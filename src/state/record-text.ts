@@ -1,6 +1,7 @@
 // The one text form of a thread record, shared by every durable store so a record moves between them byte for byte.
 import { StateUnavailableError, type ThreadRecord } from "./thread-store.js";
 import { parseThreadRecord } from "./validate.js";
+import { flatString } from "../flat-string.js";
 
 /** Refusing a stored thread: that thread alone answers 503 STATE_UNAVAILABLE. */
 export function stateUnavailable(reason: string, cause?: unknown): StateUnavailableError {
@@ -50,7 +51,7 @@ export function serializeThreadRecord(record: ThreadRecord): string {
 
 /** The same text without the indentation and final newline: what the memory store holds, per thread, in the heap. */
 export function serializeThreadRecordCompact(record: ThreadRecord): string {
-  return sortedJson(record, undefined);
+  return flatString(sortedJson(record, undefined));
 }
 
 /** `indent` undefined: no whitespace at all. */
