@@ -6,7 +6,7 @@
 import type { OperatorFunction } from "rxjs";
 import { iacCodeOf as iacCodeOfResult, onlySessionId, payloadKeyOf, unprocessableFrame } from "./lib/a2a-read.js";
 import { isObject, toCount } from "./lib/json.js";
-import { stageOperator, type Stage } from "./lib/stage.js";
+import { stageOperator, type Stage, type StageHandlers, type StageOutput } from "./lib/stage.js";
 import type { A2AStreamResponse, JsonObject } from "./types.js";
 
 export interface DedupePipelineOptions {
@@ -29,46 +29,55 @@ export function dedupePipeline(options: DedupePipelineOptions = {}): OperatorFun
 
 /** dedupePipeline as a Stage, for fuseStages (createAguiPipeline runs it fused with the projection). */
 export function dedupePipelineStage(options: DedupePipelineOptions = {}): Stage<A2AStreamResponse, A2AStreamResponse> {
-  return (out) => {
-    // Made on first use: a stream without pipeline envelopes holds none.
-    let seen: Set<string> | undefined;
-    let last = options.afterSequence ?? 0;
+  return (out) => new EnvelopeDeduper(out, options.afterSequence ?? 0);
+}
 
-    const fresh = (envelope: unknown): boolean => {
-      if (!isObject(envelope)) return true;
-      const id = envelope.eventId;
-      const sequence = toCount(envelope.sequence);
-      if (typeof id === "string" && id !== "") {
-        if (seen?.has(id)) return false;
-        (seen ??= new Set()).add(id);
-      } else if (sequence !== undefined && sequence > 0 && sequence <= last) {
-        return false;
+/**
+ * One subscription's memory of envelopes. A class rather than closures over its state: a run holds it for as long as
+ * it streams, and its methods live on the prototype.
+ */
+class EnvelopeDeduper implements StageHandlers<A2AStreamResponse> {
+  // Made on first use: a stream without pipeline envelopes holds none.
+  private seen: Set<string> | undefined;
+
+  constructor(
+    private readonly out: StageOutput<A2AStreamResponse>,
+    private last: number,
+  ) {}
+
+  next(frame: A2AStreamResponse): void {
+    const iac = iacCodeOf(frame);
+    if (!iac || onlySessionId(iac) || (iac.pipeline === undefined && iac.pipelineBatch === undefined)) return this.out.next(frame);
+    let changed: JsonObject | undefined;
+    if (iac.pipeline !== undefined && !this.isFresh(iac.pipeline)) {
+      changed = { ...iac };
+      delete changed.pipeline;
+    }
+    const batch = iac.pipelineBatch;
+    if (isObject(batch) && Array.isArray(batch.events)) {
+      const kept: unknown[] = [];
+      for (const envelope of batch.events) if (this.isFresh(envelope)) kept.push(envelope);
+      if (kept.length !== batch.events.length) {
+        changed ??= { ...iac };
+        changed.pipelineBatch = { ...batch, events: kept };
       }
-      if (sequence !== undefined && sequence > last) last = sequence;
-      return true;
-    };
+    }
+    this.out.next(changed ? withIacCode(frame, changed) : frame);
+  }
 
-    return {
-      next: (frame) => {
-        const iac = iacCodeOf(frame);
-        if (!iac || onlySessionId(iac) || (iac.pipeline === undefined && iac.pipelineBatch === undefined)) return out.next(frame);
-        let changed: JsonObject | undefined;
-        if (iac.pipeline !== undefined && !fresh(iac.pipeline)) {
-          changed = { ...iac };
-          delete changed.pipeline;
-        }
-        const batch = iac.pipelineBatch;
-        if (isObject(batch) && Array.isArray(batch.events)) {
-          const kept = batch.events.filter(fresh);
-          if (kept.length !== batch.events.length) {
-            changed ??= { ...iac };
-            changed.pipelineBatch = { ...batch, events: kept };
-          }
-        }
-        out.next(changed ? withIacCode(frame, changed) : frame);
-      },
-    };
-  };
+  private isFresh(envelope: unknown): boolean {
+    if (!isObject(envelope)) return true;
+    const id = envelope.eventId;
+    const sequence = toCount(envelope.sequence);
+    if (typeof id === "string" && id !== "") {
+      if (this.seen?.has(id)) return false;
+      (this.seen ??= new Set()).add(id);
+    } else if (sequence !== undefined && sequence > 0 && sequence <= this.last) {
+      return false;
+    }
+    if (sequence !== undefined && sequence > this.last) this.last = sequence;
+    return true;
+  }
 }
 
 function iacCodeOf(frame: A2AStreamResponse): JsonObject | undefined {

@@ -4,7 +4,7 @@
 import type { OperatorFunction } from "rxjs";
 import { fact, type ProjectionFact } from "../facts.js";
 import { unprocessableFrame } from "../lib/a2a-read.js";
-import { stageOperator, type Stage } from "../lib/stage.js";
+import { stageOperator, type Stage, type StageHandlers, type StageOutput } from "../lib/stage.js";
 import { RunError } from "../types.js";
 import { OPERATOR_TEXTS } from "../messages.js";
 
@@ -32,33 +32,42 @@ export function guardIdentity<T extends { type: string }>(options: GuardIdentity
 
 /** guardIdentity as a Stage, for fuseStages (projectA2A runs the eight stages fused). */
 export function guardIdentityStage<T extends { type: string }>(options: GuardIdentityOptions = {}): Stage<T, T | ProjectionFact> {
-  return (out) => {
-    let taskId = options.taskId;
-    let sessionId = options.sessionId;
-    const check = (item: T) => {
-      if (item.type !== "A2A_FRAME") return out.next(item);
-      const frame = item as unknown as { taskId?: string; contextId?: string; sessionId?: string };
-      if (frame.taskId !== undefined) {
-        if (taskId === undefined) {
-          taskId = frame.taskId;
-          out.next(fact("taskId", { taskId }));
-        } else if (frame.taskId !== taskId) {
-          throw new RunError("A2A_PROTOCOL_ERROR", OPERATOR_TEXTS["a2a.taskChanged"]);
-        }
+  return (out) => new IdentityGuard<T>(out, options.taskId, options.sessionId, options.contextId);
+}
+
+/** One subscription's ids. A class rather than closures over its state: a run holds it for as long as it streams. */
+class IdentityGuard<T extends { type: string }> implements StageHandlers<T> {
+  readonly reads = READS;
+
+  constructor(
+    private readonly out: StageOutput<T | ProjectionFact>,
+    private taskId: string | undefined,
+    private sessionId: string | undefined,
+    private readonly contextId: string | undefined,
+  ) {}
+
+  next(item: T): void {
+    if (item.type !== "A2A_FRAME") return this.out.next(item);
+    const frame = item as unknown as { taskId?: string; contextId?: string; sessionId?: string };
+    if (frame.taskId !== undefined) {
+      if (this.taskId === undefined) {
+        this.taskId = frame.taskId;
+        this.out.next(fact("taskId", { taskId: frame.taskId }));
+      } else if (frame.taskId !== this.taskId) {
+        throw new RunError("A2A_PROTOCOL_ERROR", OPERATOR_TEXTS["a2a.taskChanged"]);
       }
-      if (options.contextId !== undefined && frame.contextId !== undefined && frame.contextId !== options.contextId) {
-        throw new RunError("A2A_PROTOCOL_ERROR", OPERATOR_TEXTS["a2a.contextChanged"]);
+    }
+    if (this.contextId !== undefined && frame.contextId !== undefined && frame.contextId !== this.contextId) {
+      throw new RunError("A2A_PROTOCOL_ERROR", OPERATOR_TEXTS["a2a.contextChanged"]);
+    }
+    if (frame.sessionId !== undefined) {
+      if (this.sessionId === undefined) {
+        this.sessionId = frame.sessionId;
+        this.out.next(fact("sessionId", { sessionId: frame.sessionId }));
+      } else if (frame.sessionId !== this.sessionId) {
+        throw new RunError("A2A_PROTOCOL_ERROR", OPERATOR_TEXTS["a2a.sessionChanged"]);
       }
-      if (frame.sessionId !== undefined) {
-        if (sessionId === undefined) {
-          sessionId = frame.sessionId;
-          out.next(fact("sessionId", { sessionId }));
-        } else if (frame.sessionId !== sessionId) {
-          throw new RunError("A2A_PROTOCOL_ERROR", OPERATOR_TEXTS["a2a.sessionChanged"]);
-        }
-      }
-      out.next(item);
-    };
-    return { next: check, reads: READS };
-  };
+    }
+    this.out.next(item);
+  }
 }

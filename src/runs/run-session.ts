@@ -204,7 +204,8 @@ export class RunSession {
       ...(request.parentRunId !== undefined && { parentRunId: request.parentRunId }),
       contextId,
       ...(resume && execution.taskId !== null && { taskId: execution.taskId }),
-      knownInterrupts: new Map(interruptsOf(execution.pending, translate).map((i) => [i.id, i])),
+      // Only when there are some: a run holds its options for as long as it streams, and an empty Map is ~100 B.
+      ...(Object.keys(execution.pending).length > 0 && { knownInterrupts: new Map(interruptsOf(execution.pending, translate).map((i) => [i.id, i])) }),
       openSteps: execution.pipelineOpenSteps,
       pipelineSequence: execution.pipelineSequence,
       historyFallback: !resume,
