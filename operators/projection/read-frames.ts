@@ -57,6 +57,10 @@ class FrameReader implements StageHandlers<A2AStreamResponse> {
    * moves within a turn), is asked every time.
    */
   private readonly perTurn: boolean;
+  private turnTime: number | undefined;
+  private readonly turnEnded = (): void => {
+    this.turnTime = undefined;
+  };
   private last: FramePart | undefined;
 
   constructor(
@@ -69,7 +73,12 @@ class FrameReader implements StageHandlers<A2AStreamResponse> {
   }
 
   private now(): number {
-    return this.perTurn ? turnTime() : Math.floor(this.scheduler.now());
+    if (!this.perTurn) return Math.floor(this.scheduler.now());
+    if (this.turnTime === undefined) {
+      this.turnTime = Math.floor(this.scheduler.now());
+      queueMicrotask(this.turnEnded);
+    }
+    return this.turnTime;
   }
 
   next(frame: A2AStreamResponse): void {
@@ -135,19 +144,6 @@ class FrameReader implements StageHandlers<A2AStreamResponse> {
     const state = normalizeState(result.status?.state);
     if (state !== undefined && TURN_ENDING_STATES.has(state)) out.next({ type: "A2A_STATE", time, state });
   }
-}
-
-/** The wall clock, read once per turn of the event loop, for every stream whose frames arrive in it. */
-let currentTurnTime: number | undefined;
-const turnEnded = (): void => {
-  currentTurnTime = undefined;
-};
-function turnTime(): number {
-  if (currentTurnTime === undefined) {
-    currentTurnTime = Math.floor(asyncScheduler.now());
-    queueMicrotask(turnEnded);
-  }
-  return currentTurnTime;
 }
 
 /** Last contiguous block of agent messages in a task history (trailing user messages skipped). */

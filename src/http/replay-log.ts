@@ -195,7 +195,7 @@ export class ReplayLog {
 
   /**
    * A reader that threw: the others still get what it did not, and the run appending is not thrown into. It is
-   * dropped and ended (its client can come back with its cursor).
+   * dropped and ended, as if its client had gone (what follows is the feed's: a reconnect grace, or the run's end).
    */
   private drop(listener: LogListener): void {
     this.listeners.delete(listener);
