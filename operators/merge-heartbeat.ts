@@ -58,12 +58,13 @@ class Heartbeats<T> implements OperatorHandlers<T>, Unsubscribable {
 
 // One scheduled action per stream, rescheduled from inside itself with the same state: rxjs then keeps the same
 // action and, while the delay stays the same (an idle stream), the same timer — a heartbeat allocates nothing.
-function beat(this: SchedulerAction<Heartbeats<unknown>>, heartbeats?: Heartbeats<unknown>): void {
-  const { scheduler, intervalMs } = heartbeats!;
-  const idle = scheduler.now() - heartbeats!.lastOutput;
+function beat(this: SchedulerAction<Heartbeats<unknown>>, state?: Heartbeats<unknown>): void {
+  const heartbeats = state!;
+  const { scheduler, intervalMs } = heartbeats;
+  const idle = scheduler.now() - heartbeats.lastOutput;
   if (idle >= intervalMs) {
-    heartbeats!.lastOutput = scheduler.now();
-    heartbeats!.subscriber.next(HEARTBEAT);
+    heartbeats.lastOutput = scheduler.now();
+    heartbeats.subscriber.next(HEARTBEAT);
     this.schedule(heartbeats, intervalMs);
   } else {
     this.schedule(heartbeats, intervalMs - idle);
