@@ -4,6 +4,7 @@ import type { BaseEvent } from "@ag-ui/client";
 import { EventSchema } from "@ag-ui/core/schemas";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GatewayAgent } from "../src/client/index.js";
+import { cancelExecution } from "../src/client/gateway-calls.js";
 import type { ScriptedA2AServer } from "../src/demo/index.js";
 import { at, plannedFetch, type Plan } from "./helpers/break-client-fetch.js";
 import { scriptByPrompt, slowTurn, startStack, type Stack } from "./helpers/e2e.js";
@@ -26,6 +27,11 @@ function start(agent: GatewayAgent, runId: string, forwardedProps: unknown, onEv
     )
     .finally(() => (run.settledAt = Date.now()));
   return { run, done };
+}
+
+function rosOf(forwardedProps: unknown): { rosInvocationId?: string } {
+  const proof = (forwardedProps as { iacCode?: { rosInvocationId?: unknown } } | undefined)?.iacCode?.rosInvocationId;
+  return typeof proof === "string" ? { rosInvocationId: proof } : {};
 }
 
 describe.each([30, 0])("abortRun, reconnect grace %i s", (grace) => {
@@ -56,6 +62,41 @@ describe.each([30, 0])("abortRun, reconnect grace %i s", (grace) => {
     expect(String(second.error ?? "")).not.toMatch(/THREAD_BUSY/);
     expect(second.error).toBeUndefined();
     expect(second.events.at(-1)?.type).toBe("RUN_FINISHED");
+  }, 30_000);
+
+  it("Stop before the session, the next message meets THREAD_BUSY, and the stopped run ends before the agent asks the thread: the message is sent again and runs", async () => {
+    const input = stack.input({ prompt: LONG_TEXT });
+    const real = plannedFetch(() => undefined).fetch;
+    const statusOf = async () => (await (await real(`${stack.gateway.url.replace(/\/+$/, "")}/threads/${input.threadId}`, { headers: { Accept: "application/json" } })).json()) as { status: string; executionId?: string };
+    let busyAnswers = 0;
+    // Before the refusal, the agent's look at the thread finds nothing (so the stopped run keeps the thread); after it,
+    // the look waits until another caller has cancelled that run and the thread is idle.
+    const racing = async (url: string, init: RequestInit): Promise<Response> => {
+      const isStatus = (init.method ?? "GET") === "GET" && url.includes("/threads/");
+      if (isStatus && busyAnswers === 0) return new Response("{}", { status: 503, headers: { "Content-Type": "application/json" } });
+      if (isStatus) {
+        for (let i = 0; i < 100; i++) {
+          const status = await statusOf();
+          if (status.status === "idle") break;
+          if (status.executionId) await cancelExecution({ url: stack.gateway.url, headers: {}, fetch: real }, { executionId: status.executionId, threadId: input.threadId, ...rosOf(input.forwardedProps) });
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      }
+      const response = await real(url, init);
+      if (response.status === 409 && !isStatus) busyAnswers++;
+      return response;
+    };
+    const agent = new GatewayAgent({ url: stack.gateway.url, threadId: input.threadId, initialMessages: input.messages, backoffMs: 20 });
+    agent.fetch = racing as never;
+    await start(agent, input.runId, input.forwardedProps, (event) => {
+      if (event.type === "RUN_STARTED") agent.abortRun();
+    }).done;
+    agent.addMessage({ id: `m-${Date.now()}`, role: "user", content: LONG_TEXT });
+    const second = await start(agent, `${input.runId}-2`, input.forwardedProps).done;
+    for (const event of second.events) expect(EventSchema.safeParse(event).success).toBe(true);
+    expect(second.error).toBeUndefined();
+    expect(second.events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "success" } });
+    if (grace > 0) expect(busyAnswers).toBeGreaterThanOrEqual(1);
   }, 30_000);
 
   it("Stop mid-run (session known), then at once the next message on the same agent: it runs", async () => {

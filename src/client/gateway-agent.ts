@@ -152,12 +152,16 @@ export class GatewayAgent extends HttpAgent {
     if (status?.runId === run.runId && status.executionId !== undefined) await cancelExecution(this.caller, { ...run, executionId: status.executionId });
   }
 
-  /** The thread is busy with a run this agent stopped before it named its execution: that run is cancelled (true). */
+  /**
+   * The thread was busy with a run this agent stopped before it named its execution: that run is cancelled once it has
+   * named one (or it has ended meanwhile). True when sending again may find the thread free.
+   */
   private async cancelStopped(threadId: string): Promise<boolean> {
     const status = await threadStatus(this.caller, threadId);
+    if (status?.status === "idle") return true;
     const stopped = this.stoppedUnnamed.find((run) => run.threadId === threadId && run.runId === status?.runId);
-    if (!stopped || status?.executionId === undefined) return false;
-    await cancelExecution(this.caller, { ...stopped, executionId: status.executionId });
+    if (!stopped) return false;
+    if (status?.executionId !== undefined) await cancelExecution(this.caller, { ...stopped, executionId: status.executionId });
     return true;
   }
 
@@ -217,7 +221,7 @@ interface Transport {
   sessionSeen(session: SessionIds): void;
   retry: { maxReconnects: number; backoffMs: number; maxBackoffMs: number };
   idleTimeoutMs: number;
-  /** The thread is busy with a run the agent stopped before it named its execution: cancels it (true). */
+  /** The thread was busy with a run the agent stopped before it named its execution: true when a new try may find it free. */
   cancelStopped(): Promise<boolean>;
 }
 
@@ -282,8 +286,8 @@ class ResumableRead {
           }
           // The thread is held by a run this agent stopped while the gateway was admitting it: cancelled, then sent again.
           if (mode === "run" && refusal.code === "THREAD_BUSY" && this.lastId === "" && busyCancels < 5 && (await this.transport.cancelStopped())) {
-            busyCancels++;
-            await this.wait(this.transport.retry.backoffMs);
+            // A run that has not named its execution yet is cancelled on a later try.
+            await this.wait(Math.min(this.transport.retry.backoffMs * 2 ** busyCancels++, this.transport.retry.maxBackoffMs));
             attempt = -1;
             continue;
           }
