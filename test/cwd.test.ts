@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, realpath, rm, stat, symlink, writeFile } from "node:fs/
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { allowedRootsFromEnv, resolveCwd } from "../src/runs/cwd.js";
+import { allowedRootsFromEnv, checkCwd, resolveCwd } from "../src/runs/cwd.js";
 import { InputError } from "../src/input-error.js";
 
 // Layout under one scratch dir (all real paths):
@@ -50,6 +50,14 @@ async function rejection(raw: string, roots: readonly string[]): Promise<InputEr
 }
 
 const OUTSIDE = "The iac-code workspace is outside the allowed roots.";
+const CANNOT_CREATE = "The iac-code workspace cannot be created.";
+
+async function rejectionOf(call: () => Promise<unknown>): Promise<InputError> {
+  const error = await call().then(() => undefined, (caught: unknown) => caught);
+  expect(error).toBeInstanceOf(InputError);
+  expect((error as InputError).field).toBe("forwardedProps.iacCode.cwd");
+  return error as InputError;
+}
 
 describe("resolveCwd: absolute paths only", () => {
   it("accepts an absolute path to an existing directory and returns its real path", async () => {
@@ -154,6 +162,20 @@ describe("resolveCwd: existence", () => {
 
   it("reports a mkdir failure (procfs refuses new directories, even for root)", async () => {
     expect((await rejection("/proc/agui-gateway-cwd-test", ["/proc"])).base).toBe("The iac-code workspace cannot be created.");
+  });
+});
+
+describe("checkCwd: long paths", () => {
+  it("refuses a path past PATH_MAX (4095 bytes) as impossible to create, before walking it", async () => {
+    for (const raw of [`${root}/${"d/".repeat(32_000)}`, `${root}/${"é".repeat(2_048)}`]) {
+      expect((await rejectionOf(() => checkCwd(raw, [root]))).base).toBe(CANNOT_CREATE);
+    }
+  }, 5_000);
+
+  it("takes a missing tail of 1,900 components as it is written, with its `..` resolved", async () => {
+    const tail = "d/".repeat(1_900).slice(0, -1);
+    await expect(checkCwd(`${root}/ws/${tail}`, [root])).resolves.toMatchObject({ path: path.join(root, "ws", tail), missing: true });
+    await expect(checkCwd(`${root}/link-in/new/../${tail}/x`, [root])).resolves.toMatchObject({ path: path.join(root, "ws", tail, "x"), missing: true });
   });
 });
 

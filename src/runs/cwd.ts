@@ -48,12 +48,16 @@ export interface CheckedWorkspace {
 
 /** The longest name (one path component) Linux file systems take, in bytes. */
 const NAME_MAX_BYTES = 255;
+/** The longest path Linux system calls take, in bytes (PATH_MAX less its NUL). */
+const PATH_MAX_BYTES = 4095;
 
 /** Resolve and check a workspace, creating nothing. Throws InputError (field forwardedProps.iacCode.cwd, no reason). */
 export async function checkCwd(raw: string, allowedRoots: readonly string[]): Promise<CheckedWorkspace> {
   // No ~ or $VAR expansion: "~/ws" is simply not absolute.
   if (typeof raw !== "string" || raw.length === 0 || !path.isAbsolute(raw)) throw cwdError(B.cwdNotAbsolute);
   if (raw.includes("\0")) throw cwdError(B.cwdInvalid);
+  // Refused before any walk: a path no system call takes, whose components would each cost a step.
+  if (raw.length > PATH_MAX_BYTES || Buffer.byteLength(raw) > PATH_MAX_BYTES) throw cwdError(B.cwdCannotCreate);
 
   const roots = await realRoots(allowedRoots);
   const absolute = path.resolve(raw);
@@ -184,7 +188,6 @@ async function physicalPath(absolute: string): Promise<string> {
   const { root } = path.parse(absolute);
   const pending = absolute.slice(root.length).split(path.sep).filter(Boolean).reverse();
   let current = root;
-  let missing = false;
   let hops = 0;
   while (pending.length > 0) {
     const component = pending.pop() as string;
@@ -194,19 +197,14 @@ async function physicalPath(absolute: string): Promise<string> {
       continue;
     }
     const candidate = path.join(current, component);
-    if (missing) {
-      current = candidate;
-      continue;
-    }
     let info;
     try {
       info = await lstat(candidate);
     } catch (error) {
       const code = errnoCode(error);
       if (code !== "ENOENT" && code !== "ENOTDIR") throw cwdError(B.cwdInvalid);
-      missing = true;
-      current = candidate;
-      continue;
+      // Nothing below a missing component exists: the rest is appended as written, in one join.
+      return path.join(candidate, ...pending.reverse());
     }
     if (!info.isSymbolicLink()) {
       current = candidate;
