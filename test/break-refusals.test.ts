@@ -10,6 +10,7 @@ import { interruptsOf, resumeInput, startDurableStack, type DurableStack } from 
 import { postRaw } from "./helpers/e2e.js";
 import { finishRun, postRun } from "./helpers/replicas.js";
 import { diskSnapshot } from "./helpers/disk.js";
+import { httpCall } from "./helpers/http.js";
 
 let stack: DurableStack;
 let outside: string;
@@ -75,6 +76,18 @@ describe("odd workspaces are refused without a trace", () => {
     await refusedWithoutTrace(path.join(stack.root, `long-${++fresh}`, ...parts));
   });
 
+  it("a workspace of 200,000 missing components (400 KB) is refused at once, and /health answers meanwhile", async () => {
+    const refusal = refusedWithoutTrace(`${stack.root}/${"d/".repeat(200_000)}`);
+    const asked = Date.now();
+    const health = await httpCall(new URL("/health", stack.gateway.url).href, { method: "GET", timeoutMs: 10_000 });
+    expect(health.status).toBe(200);
+    expect(Date.now() - asked, "/health waited behind the workspace check").toBeLessThan(2_000);
+    await refusal;
+    // Also a path just past PATH_MAX, and one whose `..` would bring it back under it: both refused before any walk.
+    await refusedWithoutTrace(`${stack.root}/${"d/".repeat(2_100)}`);
+    await refusedWithoutTrace(`${stack.root}/${"d/../".repeat(1_000)}ws-1`);
+  }, 20_000);
+
   it("a name longer than NAME_MAX below a missing directory: refused, and the missing directory is not created", async () => {
     const parent = path.join(stack.root, `namemax-${++fresh}`);
     await refusedWithoutTrace(path.join(parent, "n".repeat(300)));
@@ -113,6 +126,39 @@ describe("odd workspaces are refused without a trace", () => {
     const parent = path.join(stack.root, `proc-${++fresh}`);
     mkdirSync(parent);
     await refusedWithoutTrace(path.join(parent, "..", "..", "..", "proc", "self", "new"));
+  });
+});
+
+describe("strings the kernel would echo or the thread would keep are bounded at admission", () => {
+  async function refusedOnField(input: RunAgentInput, field: string): Promise<void> {
+    const disk = diskSnapshot(stack.root);
+    const calls = stack.upstream.requests.length;
+    const reply = await postRaw(stack.gateway.url, JSON.stringify(input), { "Content-Type": "application/json" });
+    expect(reply.status, reply.text).toBe(400);
+    const error = JSON.parse(reply.text).error;
+    expect(error.code).toBe("INVALID_INPUT");
+    expect(error.message).toContain(field);
+    expect(diskSnapshot(stack.root), "nothing stored").toEqual(disk);
+    expect(stack.upstream.requests.slice(calls).map((r) => r.method), "no kernel call").toEqual([]);
+  }
+
+  it("a user message id of 257 code points", async () => {
+    const input = stack.input();
+    const messages = [{ id: "a-1", role: "assistant", content: "hello" }, { id: "😀".repeat(257), role: "user", content: "hi" }];
+    await refusedOnField({ ...input, messages } as RunAgentInput, "messages.1.id");
+  });
+
+  it("a user message id of exactly 256 code points runs to its end, the kernel echoing it", async () => {
+    const input = stack.input();
+    const messages = [{ id: "😀".repeat(256), role: "user", content: "hi" }];
+    const events = await finishRun(await postRun(stack.gateway.url, { ...input, messages }));
+    expect(events.at(-1)?.type, JSON.stringify(events.at(-1))).toBe("RUN_FINISHED");
+  });
+
+  it("a userId of 2,000,000 characters", async () => {
+    const input = stack.input();
+    const props = input.forwardedProps as { iacCode: Record<string, unknown> };
+    await refusedOnField({ ...input, forwardedProps: { ...props, iacCode: { ...props.iacCode, userId: "u".repeat(2_000_000) } } }, "forwardedProps.iacCode.userId");
   });
 });
 

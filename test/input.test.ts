@@ -128,6 +128,8 @@ describe("parseRunAgentInput: iacCode field errors name the field", () => {
     ["rosInvocationId 257 chars", { rosInvocationId: "r".repeat(257) }, `${F}.rosInvocationId`, "Expected 1 to 256 characters."],
     ["rosInvocationId empty", { rosInvocationId: "" }, `${F}.rosInvocationId`, "Expected 1 to 256 characters."],
     ["rosInvocationId a number", { rosInvocationId: 7 }, `${F}.rosInvocationId`, "Expected a string."],
+    ["userId 257 chars", { userId: "u".repeat(257) }, `${F}.userId`, "Expected 1 to 256 characters."],
+    ["userId 257 code points of two units", { userId: "😀".repeat(257) }, `${F}.userId`, "Expected 1 to 256 characters."],
     ["cwd missing", { cwd: undefined }, `${F}.cwd`, "Required field is missing."],
     ["cwd a number", { cwd: 1 }, `${F}.cwd`, "Expected a string."],
     ["model a number", { model: 1 }, `${F}.model`, "Expected a string."],
@@ -261,6 +263,9 @@ describe("parseRunAgentInput: the standard envelope", () => {
     expectFailure(withMessages(["hi"]), ENVELOPE, "messages.0", "Expected an object.");
     expectFailure(withMessages([{ role: "user", content: "x" }]), ENVELOPE, "messages.0.id", "Required field is missing.");
     expectFailure(withMessages([{ id: 1, role: "user", content: "x" }]), ENVELOPE, "messages.0.id", "Expected a string.");
+    // The kernel echoes a user message's id, and the gateway refuses incoming ids past 256 code points.
+    expectFailure(withMessages([{ id: "a", role: "assistant" }, { id: "i".repeat(257), role: "user", content: "x" }]), ENVELOPE, "messages.1.id", "Expected 1 to 256 characters.");
+    expect(() => parseRunAgentInput(withMessages([{ id: "😀".repeat(256), role: "user", content: "x" }]))).not.toThrow();
     expectFailure(withMessages([{ id: "a", role: "robot" }]), ENVELOPE, "messages.0.role", "Expected one of the allowed values.");
     expectFailure(
       withMessages([{ id: "a", role: "assistant", content: "ok" }, { id: "b", role: "user", content: 5 }]),

@@ -64,15 +64,15 @@ const codePointLength = (s: string): number => {
 // points of well-formed Unicode, so an unbounded id cannot bloat the state and a lone surrogate cannot be
 // replaced by U+FFFD on its way to disk and collide with another id.
 const LONE_SURROGATE = /\p{Cs}/u;
-const rosInvocationId = () =>
-  str().refine((s) => {
-    const n = codePointLength(s);
-    return n >= 1 && n <= 256;
-  }, { error: R.length1to256 });
+// A string the gateway stores or the kernel echoes back (whose incoming ids are bounded alike): at most 256 code points.
+const within256 = (s: string) => s.length <= 256 || (s.length <= 512 && codePointLength(s) <= 256);
+const boundedStr = () => str().refine(within256, { error: R.length1to256 });
+
+const rosInvocationId = () => str().refine((s) => s.length >= 1 && within256(s), { error: R.length1to256 });
 
 const stateId = () =>
   nonEmptyStr()
-    .refine((s) => s.length <= 256 || (s.length <= 512 && codePointLength(s) <= 256), { error: R.length1to256 })
+    .refine(within256, { error: R.length1to256 })
     .refine((s) => !LONE_SURROGATE.test(s), { error: R.invalid });
 
 const iacCodeSchema = strictObj({
@@ -87,7 +87,7 @@ const iacCodeSchema = strictObj({
     effort: str().optional(),
     budget: z.int({ error: R.positiveInteger }).positive({ error: R.positiveInteger }).optional(),
   }).optional(),
-  userId: str().optional(),
+  userId: boundedStr().optional(),
   channel: str().optional(),
   preferredLanguage: str().optional(),
   candidatePresentation: z.enum(["standard", "rich"], { error: R.allowedValue }).optional(),
@@ -105,7 +105,7 @@ const iacCodeSchema = strictObj({
 const MESSAGE_ROLES = ["developer", "system", "assistant", "user", "tool", "activity", "reasoning"] as const;
 
 const messageSchema = looseObj({
-  id: str(),
+  id: boundedStr(),
   role: z.enum(MESSAGE_ROLES, { error: R.allowedValue }),
 }).superRefine((message, ctx) => {
   if (message.role !== "user") return;
