@@ -176,8 +176,7 @@ export class A2AClient {
   private stream(method: string, params: unknown, taskId: string | undefined, opts: StreamOptions | undefined): Observable<A2AStreamResponse> {
     return new Observable<A2AStreamResponse>((subscriber) => {
       const span = this.callSpan(opts?.span ?? NO_SPAN, method, taskId);
-      const observe = this.observeLatency;
-      const call = new StreamCall(subscriber, opts?.flow, this.idleTimeoutMs, span, observe && ((seconds) => observe(method, seconds)));
+      const call = new StreamCall(subscriber, opts?.flow, this.idleTimeoutMs, span, this.observeLatency, method);
       this.agent.dispatch(
         {
           origin: this.base.origin,

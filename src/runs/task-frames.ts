@@ -1,7 +1,7 @@
 // The A2A frames a run reads: the turn's SendStreamingMessage, a task followed to its end, and the frames
 // the service itself shows (the pending set again, a tool result of an answer).
 import { EMPTY, Observable, catchError, concat, defer, map, throwError, type Observer, type Subscriber, type Subscription, type Unsubscribable } from "rxjs";
-import type { A2AStreamResponse, A2ATask } from "../../operators/index.js";
+import type { A2AMessage, A2AStreamResponse, A2ATask } from "../../operators/index.js";
 import { buildIacCodeMetadata, buildUserMessage, type PacedUpstream } from "../a2a/index.js";
 import { isKernelAnswer, toRunError } from "../a2a/error-mapping.js";
 import { resultOf, taskIdOf } from "../../operators/lib/a2a-read.js";
@@ -9,14 +9,18 @@ import type { ThreadRecord } from "../state/thread-store.js";
 import type { RunTicket } from "./run-session.js";
 
 export function turnFrames(upstream: PacedUpstream, ticket: RunTicket): Observable<A2AStreamResponse> {
-  const { request, record, language } = ticket;
-  const message = buildUserMessage({
-    messageId: ticket.messageId,
+  // The message is built when the request is sent, not kept beside the run: a stream stays open for as long as the
+  // run waits (minutes, for a permission), and the message is the whole prompt.
+  return defer(() => upstream.sendStreamingMessage(turnMessage(ticket))).pipe(catchError((error: unknown) => throwError(() => toRunError(error))));
+}
+
+function turnMessage({ request, record, language, messageId, parts }: RunTicket): A2AMessage {
+  return buildUserMessage({
+    messageId,
     contextId: record.contextId,
-    parts: ticket.parts,
+    parts,
     metadata: buildIacCodeMetadata({ ...request.iacCode, cwd: record.cwd, language }),
   });
-  return defer(() => upstream.sendStreamingMessage(message)).pipe(catchError((error: unknown) => throwError(() => toRunError(error))));
 }
 
 /** How long a run whose client left keeps its turn's request open for the kernel to name the task it started. */
