@@ -102,7 +102,7 @@ class RunEncoding implements EncodeOptions {
   }
 
   onFailure(error: unknown): Promise<void> {
-    this.session.ticket.logger.error({ err: error }, "an event could not be written; the run ends here");
+    this.session.ticket.log.error({ err: error }, "an event could not be written; the run ends here");
     this.options.metrics?.streamWriteFailures.inc();
     // The run's end (its task cancelled, its thread given back) comes before the RUN_ERROR that says so.
     return this.session.ended();

@@ -11,6 +11,7 @@ import { declaresAgui1 } from "./protocol.js";
 import { abandonedRun, readRecovered, recoveredView } from "./recovery.js";
 import { interruptsOf } from "./resume.js";
 import { cancelTask, type RunDeps } from "./run-context.js";
+import { RunLog } from "./run-log.js";
 import { RunSession, type RunTicket } from "./run-session.js";
 import type { LockedThread } from "./thread-repository.js";
 import type { ThreadRecord } from "../state/thread-store.js";
@@ -102,7 +103,7 @@ async function admitLocked(deps: RunDeps, thread: LockedThread, candidate: RunCa
   const parkedSpan = admitted.kind === "resume" ? before?.execution.parkedSpan : undefined;
   // The resume follows from the run that parked: an operator goes from one to the other, whatever process ran it.
   if (parkedSpan) span.link(parkedSpan);
-  const logger = deps.logger.child({ requestId, threadId, runId, ...callerLogFields(candidate.caller), ...span.logFields });
+  const log = new RunLog(deps.logger, { requestId, threadId, runId, ...callerLogFields(candidate.caller), ...span.logFields });
   const ticket: RunTicket = {
     request,
     digest: candidate.digest,
@@ -113,7 +114,7 @@ async function admitLocked(deps: RunDeps, thread: LockedThread, candidate: RunCa
     messageId: candidate.messageId,
     startedAt: Date.now(),
     requestId,
-    logger,
+    log,
     interruptedRunId: before?.execution.interruptedRunId,
     workspace: candidate.workspace,
     span,
@@ -121,12 +122,12 @@ async function admitLocked(deps: RunDeps, thread: LockedThread, candidate: RunCa
   };
   try {
     const session = await startSession(deps, thread, ticket, before);
-    logger.info({ executionId: admitted.record.execution.executionId, kind: ticket.kind, language }, "run admitted");
+    log.info({ executionId: admitted.record.execution.executionId, kind: ticket.kind, language }, "run admitted");
     return session;
   } catch (error) {
     // The refused request does not leave a workspace behind either.
     if (workspace) await unprepareWorkspace(workspace);
-    logger.warn({ err: error }, "admission write failed");
+    log.warn({ err: error }, "admission write failed");
     throw admission.stateUnavailable();
   }
 }

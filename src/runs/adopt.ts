@@ -11,6 +11,7 @@ import { runDigest, startSession } from "./admission.js";
 import type { Caller } from "./caller.js";
 import { abandonedRun } from "./recovery.js";
 import type { RunDeps } from "./run-context.js";
+import { RunLog } from "./run-log.js";
 import type { RunSession, RunTicket } from "./run-session.js";
 import { mayUse } from "./transitions.js";
 
@@ -55,7 +56,7 @@ export async function adoptRun(deps: RunDeps, adoption: Adoption): Promise<RunSe
       messageId: randomUUID(),
       startedAt: Date.now(),
       requestId,
-      logger: deps.logger.child({ requestId, threadId, runId }),
+      log: new RunLog(deps.logger, { requestId, threadId, runId }),
       interruptedRunId: undefined,
       workspace: { path: stored.cwd, missing: false, roots: [] },
       span,
@@ -69,7 +70,7 @@ export async function adoptRun(deps: RunDeps, adoption: Adoption): Promise<RunSe
       deps.logger.warn({ err: error, threadId }, "a run left by a stopped gateway could not be taken up");
       return undefined;
     }
-    ticket.logger.info({ executionId: stored.execution.executionId, taskId: stored.execution.taskId }, "a run left by a stopped gateway is taken up");
+    ticket.log.info({ executionId: stored.execution.executionId, taskId: stored.execution.taskId }, "a run left by a stopped gateway is taken up");
     return session;
   });
 }

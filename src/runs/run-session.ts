@@ -2,7 +2,6 @@
 // a resume, re-shown interrupts), what each event reveals made durable before it is written, one pacing gate
 // (the client's socket and the write in flight), and the run's end committed before its terminal event.
 import { EventType } from "@ag-ui/core";
-import type { Logger } from "pino";
 import { Observable, concatMap, defer, finalize, of, throwError } from "rxjs";
 import {
   RunError,
@@ -28,6 +27,7 @@ import { declaresAgui1 } from "./protocol.js";
 import { interruptsOf } from "./resume.js";
 import { appliedBy, plannedFrames, prepareResume } from "./resume-flow.js";
 import { cancelTask, type RunDeps } from "./run-context.js";
+import type { RunLog } from "./run-log.js";
 import { TaskNaming, followTask, namingTask, pendingFrame, turnFrames } from "./task-frames.js";
 import {
   endExecution,
@@ -60,8 +60,8 @@ export interface RunTicket {
   readonly startedAt: number;
   /** Correlates every log line of this run. */
   readonly requestId: string;
-  /** The service's logger bound to this run's ids (requestId, threadId, runId). */
-  readonly logger: Logger;
+  /** The service's logger, each line with this run's ids (requestId, threadId, runId). */
+  readonly log: RunLog;
   /** The run that had ended at the pending interrupts before this one was admitted (a refused resume gives it back). */
   readonly interruptedRunId: string | undefined;
   /** The checked workspace; a turn's is made at admission, a resume's once its answers are to be delivered. */
@@ -180,7 +180,7 @@ export class RunSession {
     if (sessionId === null) return;
     const restored = await upstream.ensureSessionRestored({ cwd: this.known.cwd, sessionId }).catch(() => "unsupported" as const);
     if (restored !== false) return;
-    this.ticket.logger.warn({ sessionId }, "this replica's kernel does not have the thread's iac-code session: the thread goes on in a new one");
+    this.ticket.log.warn({ sessionId }, "this replica's kernel does not have the thread's iac-code session: the thread goes on in a new one");
     this.fold(startNewSession);
   }
 
@@ -281,7 +281,7 @@ export class RunSession {
       (error: unknown) => {
         this.abandonsTask = true;
         if (error instanceof RunError && error.code === "CANCELLED") throw error;
-        this.ticket.logger.error({ err: error }, messageText(failure));
+        this.ticket.log.error({ err: error }, messageText(failure));
         throw new RunError("STATE_PERSISTENCE_FAILED", messageText(failure));
       },
     );
@@ -324,7 +324,7 @@ export class RunSession {
         this.staged = [];
         const ended = endExecution({ window: deps.settings.window, clearPending: this.abandonsTask });
         await thread.update(inOrder(...staged, ended)).catch((error: unknown) => {
-          ticket.logger.warn({ err: error }, "end-of-run write failed");
+          ticket.log.warn({ err: error }, "end-of-run write failed");
           durable = false;
         });
       }
@@ -344,7 +344,7 @@ export class RunSession {
    * run's end, once the run has stopped reading it (the kernel's CANCELED frame must not become the run's outcome).
    */
   private leaseLost(): Error {
-    this.ticket.logger.error("the thread's lease lapsed during the run: ending it");
+    this.ticket.log.error({}, "the thread's lease lapsed during the run: ending it");
     this.abandonsTask = true;
     return new RunError("STATE_PERSISTENCE_FAILED", messageText("state.leaseLost"));
   }
@@ -449,7 +449,7 @@ function onlyOne(values: readonly (string | undefined)[]): string | undefined {
 
 function logRun(ticket: RunTicket, record: ThreadRecord, terminal: AguiEvent | undefined): void {
   const t = terminal as Terminal;
-  ticket.logger.info(
+  ticket.log.info(
     {
       executionId: record.execution.executionId,
       taskId: record.execution.taskId ?? record.execution.lastTaskId,
