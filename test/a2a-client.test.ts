@@ -189,6 +189,23 @@ describe("requests on the wire", () => {
     });
   });
 
+  it("frames a streaming call's body by its byte length, not chunked, over HTTP/1.1: a prompt outside ASCII arrives whole", async () => {
+    handler = (_req, res) => {
+      sseHead(res);
+      res.end(record(taskFrame));
+    };
+    const prompt = "Crée ünïcödé 文件 🚀 ".repeat(400);
+    await collect(newClient().sendStreamingMessage({ ...userMessage, parts: [{ text: prompt }] }));
+    await collect(newClient().subscribeToTask("task-a1"));
+    expect(seen).toHaveLength(2);
+    for (const request of seen) {
+      expect(request.headers["transfer-encoding"]).toBeUndefined();
+      expect(Number(request.headers["content-length"])).toBe(Buffer.byteLength(request.body, "utf8"));
+    }
+    expect(JSON.parse(seen[0]!.body).params.message.parts).toEqual([{ text: prompt }]);
+    expect(JSON.parse(seen[1]!.body).params).toEqual({ id: "task-a1" });
+  });
+
   it("uses a fresh id per request, keeps a base path, and sends no Authorization without a token", async () => {
     handler = (_req, res) => jsonReply(res, { jsonrpc: "2.0", id: "x", result: taskFrame.task });
     const c = newClient({ token: undefined, url: `${base}/a2a//` });

@@ -183,8 +183,7 @@ export class A2AClient {
           path: this.base.pathname + this.base.search,
           method: "POST",
           idempotent: this.multiplex,
-          headers: this.headersFor("text/event-stream", span),
-          body: rpcBody(method, params),
+          ...streamingBody(rpcBody(method, params), this.headersFor("text/event-stream", span)),
           headersTimeout: this.requestTimeoutMs,
           // Silence on a stream is normal (a permission wait can last minutes); idleTimeoutMs governs it instead.
           bodyTimeout: 0,
@@ -278,6 +277,28 @@ export class A2AClient {
     const headers: Record<string, string> = { ...this.baseHeaders, "Content-Type": "application/json", Accept: accept };
     span.inject(headers);
     return headers;
+  }
+}
+
+/**
+ * A streaming call's body, handed over once: undici keeps a request's body for as long as its response is read, and a
+ * stream is read for as long as its run waits (minutes, for a permission), while the body is the whole user message.
+ * Its length is in the headers, so the request is framed as it is with the body given whole. undici's dispatch takes
+ * an Iterable body (its Dispatcher docs); its DispatchOptions type leaves Iterable out.
+ */
+function streamingBody(body: string, headers: Record<string, string>): Pick<Dispatcher.DispatchOptions, "body" | "headers"> {
+  const bytes = Buffer.from(body, "utf8");
+  headers["content-length"] = String(bytes.byteLength);
+  return { body: new BodyOnce(bytes) as unknown as Dispatcher.DispatchOptions["body"], headers };
+}
+
+class BodyOnce implements Iterable<Buffer> {
+  constructor(private bytes: Buffer | undefined) {}
+
+  *[Symbol.iterator](): Iterator<Buffer> {
+    const bytes = this.bytes;
+    this.bytes = undefined;
+    if (bytes) yield bytes;
   }
 }
 
