@@ -6,7 +6,7 @@ import { type Language, localize, normalizeLanguage } from "../i18n/index.js";
 import { prepareWorkspace, unprepareWorkspace, type CheckedWorkspace } from "./cwd.js";
 import { type Caller, callerLogFields } from "./caller.js";
 import { admission } from "./errors.js";
-import type { RunRequest } from "./input.js";
+import { admittedRequest, type RunRequest } from "./input.js";
 import { declaresAgui1 } from "./protocol.js";
 import { abandonedRun, readRecovered, recoveredView } from "./recovery.js";
 import { interruptsOf } from "./resume.js";
@@ -105,7 +105,7 @@ async function admitLocked(deps: RunDeps, thread: LockedThread, candidate: RunCa
   if (parkedSpan) span.link(parkedSpan);
   const log = new RunLog(deps.logger, { requestId, threadId, runId, ...callerLogFields(candidate.caller), ...span.logFields });
   const ticket: RunTicket = {
-    request,
+    request: admittedRequest(request),
     digest: candidate.digest,
     record: admitted.record,
     language,

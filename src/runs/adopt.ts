@@ -44,7 +44,6 @@ export async function adoptRun(deps: RunDeps, adoption: Adoption): Promise<RunSe
         threadId,
         runId,
         protocolVersion: "1.0",
-        messages: [],
         iacCode: { schemaVersion: 1, rosInvocationId: stored.execution.rosInvocationId, cwd: stored.cwd, cleanupOnly: false },
         ignoredForwardedProps: 0,
       },

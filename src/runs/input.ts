@@ -32,6 +32,16 @@ export interface ResumeEntry {
   payload?: unknown;
 }
 
+/**
+ * What a run keeps of its request once admitted. The messages were read at admission (the user's message, its
+ * parts), and a client sends the whole conversation with every run: kept, it would stay for as long as the run streams.
+ */
+export type AdmittedRequest = Omit<RunRequest, "messages">;
+
+export function admittedRequest({ messages: _readAtAdmission, ...kept }: RunRequest): AdmittedRequest {
+  return kept;
+}
+
 export interface RunRequest {
   threadId: string;
   runId: string;

@@ -21,7 +21,7 @@ import { localize, messageText, normalizeLanguage, type Language } from "../i18n
 import { recordRun, runOutcomeOf } from "../ops/metrics.js";
 import { ATTR, type TraceSpan } from "../ops/trace.js";
 import type { ParkedSpan, ThreadRecord } from "../state/thread-store.js";
-import type { RunRequest } from "./input.js";
+import type { AdmittedRequest } from "./input.js";
 import type { CheckedWorkspace } from "./cwd.js";
 import { declaresAgui1 } from "./protocol.js";
 import { interruptsOf } from "./resume.js";
@@ -44,7 +44,7 @@ import {
 
 /** An admitted run: everything its stream needs, decided under the thread lock. */
 export interface RunTicket {
-  readonly request: RunRequest;
+  readonly request: AdmittedRequest;
   /** sha256 of the request's body (a reconnect repeats it). */
   readonly digest: string;
   /** The record as admission wrote it. */
