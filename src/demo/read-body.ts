@@ -21,7 +21,16 @@ export function readRequestText(req: IncomingMessage | Http2ServerRequest, limit
       }
       chunks.push(chunk);
     });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("end", () => {
+      // The request stays open while its stream is answered: its listeners would keep the body for that long.
+      req.removeAllListeners("data");
+      req.removeAllListeners("end");
+      req.off("error", reject);
+      req.on("error", ignore);
+      resolve(Buffer.concat(chunks).toString("utf8"));
+    });
     req.on("error", reject);
   });
 }
+
+function ignore(): void {}
