@@ -12,7 +12,7 @@ import { abandonedRun, readRecovered, recoveredView } from "./recovery.js";
 import { interruptsOf } from "./resume.js";
 import { cancelTask, type RunDeps } from "./run-context.js";
 import { RunLog } from "./run-log.js";
-import { RunSession, type RunTicket } from "./run-session.js";
+import { PartsOnce, RunSession, type RunTicket } from "./run-session.js";
 import type { LockedThread } from "./thread-repository.js";
 import type { ThreadRecord } from "../state/thread-store.js";
 import { admit, isRefusal } from "./transitions.js";
@@ -110,7 +110,7 @@ async function admitLocked(deps: RunDeps, thread: LockedThread, candidate: RunCa
     record: admitted.record,
     language,
     kind: admitted.kind,
-    parts: candidate.parts,
+    parts: new PartsOnce(candidate.parts),
     messageId: candidate.messageId,
     startedAt: Date.now(),
     requestId,

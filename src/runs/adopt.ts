@@ -12,7 +12,7 @@ import type { Caller } from "./caller.js";
 import { abandonedRun } from "./recovery.js";
 import type { RunDeps } from "./run-context.js";
 import { RunLog } from "./run-log.js";
-import type { RunSession, RunTicket } from "./run-session.js";
+import { PartsOnce, type RunSession, type RunTicket } from "./run-session.js";
 import { mayUse } from "./transitions.js";
 
 export interface Adoption {
@@ -51,7 +51,7 @@ export async function adoptRun(deps: RunDeps, adoption: Adoption): Promise<RunSe
       record,
       language,
       kind: "adopt",
-      parts: [],
+      parts: new PartsOnce([]),
       messageId: randomUUID(),
       startedAt: Date.now(),
       requestId,

@@ -42,6 +42,21 @@ import {
   type Transition,
 } from "./transitions.js";
 
+/**
+ * A turn's user message parts, handed to its kernel request once: a run that waits (minutes, for a permission) keeps
+ * none of its prompt, which may be megabytes.
+ */
+export class PartsOnce {
+  constructor(private parts: A2APart[] | undefined) {}
+
+  take(): A2APart[] {
+    const parts = this.parts;
+    if (parts === undefined) throw new Error("a turn's user message is sent once");
+    this.parts = undefined;
+    return parts;
+  }
+}
+
 /** An admitted run: everything its stream needs, decided under the thread lock. */
 export interface RunTicket {
   readonly request: AdmittedRequest;
@@ -55,7 +70,8 @@ export interface RunTicket {
    * a stopped process left streaming, followed to its end (src/runs/adopt.ts).
    */
   readonly kind: "turn" | "resume" | "reshow" | "adopt";
-  readonly parts: A2APart[];
+  /** A turn's user message parts, taken once by the turn's kernel request. */
+  readonly parts: PartsOnce;
   readonly messageId: string;
   readonly startedAt: number;
   /** Correlates every log line of this run. */

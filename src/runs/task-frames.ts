@@ -18,7 +18,7 @@ function turnMessage({ request, record, language, messageId, parts }: RunTicket)
   return buildUserMessage({
     messageId,
     contextId: record.contextId,
-    parts,
+    parts: parts.take(),
     metadata: buildIacCodeMetadata({ ...request.iacCode, cwd: record.cwd, language }),
   });
 }
