@@ -12,6 +12,7 @@ import { fetchPipelineState, requestSessionRestore, type PipelineState, type Res
 import type { FlowGate } from "./sse-reader.js";
 import { StreamCall, failCall } from "./stream-call.js";
 import { isObject } from "../../operators/lib/json.js";
+import { HandOver } from "../hand-over.js";
 import { ATTR, NO_SPAN, type TraceSpan } from "../ops/trace.js";
 
 export { A2AJsonRpcError, a2aUnavailable } from "./errors.js";
@@ -176,7 +177,7 @@ export class A2AClient {
   private stream(method: string, params: unknown, taskId: string | undefined, opts: StreamOptions | undefined): Observable<A2AStreamResponse> {
     return new Observable<A2AStreamResponse>((subscriber) => {
       const span = this.callSpan(opts?.span ?? NO_SPAN, method, taskId);
-      const call = new StreamCall(subscriber, opts?.flow, this.idleTimeoutMs, span, this.observeLatency, method);
+      const call = new StreamCall(subscriber, opts?.flow, this.idleTimeoutMs, span, method, this.observeLatency);
       this.agent.dispatch(
         {
           origin: this.base.origin,
@@ -292,12 +293,9 @@ function streamingBody(body: string, headers: Record<string, string>): Pick<Disp
   return { body: new BodyOnce(bytes) as unknown as Dispatcher.DispatchOptions["body"], headers };
 }
 
-class BodyOnce implements Iterable<Buffer> {
-  constructor(private bytes: Buffer | undefined) {}
-
+class BodyOnce extends HandOver<Buffer> implements Iterable<Buffer> {
   *[Symbol.iterator](): Iterator<Buffer> {
-    const bytes = this.bytes;
-    this.bytes = undefined;
+    const bytes = this.take();
     if (bytes) yield bytes;
   }
 }

@@ -59,13 +59,13 @@ export class StreamCall implements Dispatcher.DispatchHandler, Unsubscribable {
     private readonly flow: FlowGate | undefined,
     idleTimeoutMs: number,
     private readonly span: TraceSpan,
+    private readonly method: string,
     /**
      * Told the call's method and the seconds from sending the request until its response began (status and headers
      * in). Given apart from the method, not as a closure made where the call is: that closure would keep the
      * request's params (the whole user message) alive for as long as the stream is open.
      */
     private readonly observe?: (method: string, seconds: number) => void,
-    private readonly method = "",
   ) {
     // Silence on a stream is normal (a permission wait can last minutes): only a configured limit times it.
     if (idleTimeoutMs > 0) this.idle = new IdleWatch(idleTimeoutMs, () => this.fail(a2aUnavailable()));

@@ -12,7 +12,7 @@ export function readRequestText(req: IncomingMessage | Http2ServerRequest, limit
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    req.on("data", (chunk: Buffer) => {
+    const onData = (chunk: Buffer): void => {
       size += chunk.length;
       if (size > limit) {
         reject(new Error("request body too large"));
@@ -20,16 +20,13 @@ export function readRequestText(req: IncomingMessage | Http2ServerRequest, limit
         return;
       }
       chunks.push(chunk);
-    });
-    req.on("end", () => {
-      // The request stays open while its stream is answered: its listeners would keep the body for that long.
-      req.removeAllListeners("data");
-      req.removeAllListeners("end");
-      req.off("error", reject);
-      req.on("error", ignore);
+    };
+    const onEnd = (): void => {
+      // The request stays open while its stream is answered: these listeners would keep the body for that long.
+      req.off("data", onData).off("end", onEnd).off("error", reject).on("error", ignore);
       resolve(Buffer.concat(chunks).toString("utf8"));
-    });
-    req.on("error", reject);
+    };
+    req.on("data", onData).on("end", onEnd).on("error", reject);
   });
 }
 

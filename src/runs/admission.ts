@@ -2,6 +2,7 @@
 // refused request), the workspace is created only then, and the run id is written before the run may start.
 import { createHash, randomUUID } from "node:crypto";
 import { canonicalJson, type A2APart } from "../../operators/index.js";
+import { HandOver } from "../hand-over.js";
 import { type Language, localize, normalizeLanguage } from "../i18n/index.js";
 import { prepareWorkspace, unprepareWorkspace, type CheckedWorkspace } from "./cwd.js";
 import { type Caller, callerLogFields } from "./caller.js";
@@ -12,7 +13,7 @@ import { abandonedRun, readRecovered, recoveredView } from "./recovery.js";
 import { interruptsOf } from "./resume.js";
 import { cancelTask, type RunDeps } from "./run-context.js";
 import { RunLog } from "./run-log.js";
-import { PartsOnce, RunSession, type RunTicket } from "./run-session.js";
+import { RunSession, type RunTicket } from "./run-session.js";
 import type { LockedThread } from "./thread-repository.js";
 import type { ThreadRecord } from "../state/thread-store.js";
 import { admit, isRefusal } from "./transitions.js";
@@ -110,7 +111,7 @@ async function admitLocked(deps: RunDeps, thread: LockedThread, candidate: RunCa
     record: admitted.record,
     language,
     kind: admitted.kind,
-    parts: new PartsOnce(candidate.parts),
+    parts: new HandOver(candidate.parts),
     messageId: candidate.messageId,
     startedAt: Date.now(),
     requestId,

@@ -4,6 +4,8 @@
 // to its end (GetTask, then SubscribeToTask), parking the interrupts it ends at and ending the execution as the run
 // itself would have. Nobody adopts it: it is cancelled once the grace is over.
 import { randomUUID } from "node:crypto";
+import type { A2APart } from "../../operators/index.js";
+import { HandOver } from "../hand-over.js";
 import type { Language } from "../i18n/index.js";
 import { NO_SPAN, type TraceSpan } from "../ops/trace.js";
 import { withRunDigest } from "../state/windows.js";
@@ -12,7 +14,7 @@ import type { Caller } from "./caller.js";
 import { abandonedRun } from "./recovery.js";
 import type { RunDeps } from "./run-context.js";
 import { RunLog } from "./run-log.js";
-import { PartsOnce, type RunSession, type RunTicket } from "./run-session.js";
+import type { RunSession, RunTicket } from "./run-session.js";
 import { mayUse } from "./transitions.js";
 
 export interface Adoption {
@@ -51,7 +53,7 @@ export async function adoptRun(deps: RunDeps, adoption: Adoption): Promise<RunSe
       record,
       language,
       kind: "adopt",
-      parts: new PartsOnce([]),
+      parts: new HandOver<A2APart[]>([]),
       messageId: randomUUID(),
       startedAt: Date.now(),
       requestId,

@@ -20,6 +20,7 @@ import { runErrorOf } from "../errors.js";
 import { localize, messageText, normalizeLanguage, type Language } from "../i18n/index.js";
 import { recordRun, runOutcomeOf } from "../ops/metrics.js";
 import { ATTR, type TraceSpan } from "../ops/trace.js";
+import type { HandOver } from "../hand-over.js";
 import type { ParkedSpan, ThreadRecord } from "../state/thread-store.js";
 import type { AdmittedRequest } from "./input.js";
 import type { CheckedWorkspace } from "./cwd.js";
@@ -42,21 +43,6 @@ import {
   type Transition,
 } from "./transitions.js";
 
-/**
- * A turn's user message parts, handed to its kernel request once: a run that waits (minutes, for a permission) keeps
- * none of its prompt, which may be megabytes.
- */
-export class PartsOnce {
-  constructor(private parts: A2APart[] | undefined) {}
-
-  take(): A2APart[] {
-    const parts = this.parts;
-    if (parts === undefined) throw new Error("a turn's user message is sent once");
-    this.parts = undefined;
-    return parts;
-  }
-}
-
 /** An admitted run: everything its stream needs, decided under the thread lock. */
 export interface RunTicket {
   readonly request: AdmittedRequest;
@@ -70,8 +56,11 @@ export interface RunTicket {
    * a stopped process left streaming, followed to its end (src/runs/adopt.ts).
    */
   readonly kind: "turn" | "resume" | "reshow" | "adopt";
-  /** A turn's user message parts, taken once by the turn's kernel request. */
-  readonly parts: PartsOnce;
+  /**
+   * A turn's user message parts, taken by the turn's kernel request: a run that waits (minutes, for a permission)
+   * keeps none of its prompt, which may be megabytes.
+   */
+  readonly parts: HandOver<A2APart[]>;
   readonly messageId: string;
   readonly startedAt: number;
   /** Correlates every log line of this run. */

@@ -18,9 +18,13 @@ function turnMessage({ request, record, language, messageId, parts }: RunTicket)
   return buildUserMessage({
     messageId,
     contextId: record.contextId,
-    parts: parts.take(),
+    parts: parts.take() ?? sentTwice(),
     metadata: buildIacCodeMetadata({ ...request.iacCode, cwd: record.cwd, language }),
   });
+}
+
+function sentTwice(): never {
+  throw new Error("a turn's user message is sent once");
 }
 
 /** How long a run whose client left keeps its turn's request open for the kernel to name the task it started. */
