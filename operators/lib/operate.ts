@@ -46,6 +46,15 @@ class OperatorSubscriber<T> extends Subscriber<T> {
     super(destination);
   }
 
+  // rxjs grows a subscription's finalizer list with push, which reserves 17 slots for the first entry; ours hold
+  // one (their source's subscription) for as long as an idle stream is open. A list of one is copied to its size.
+  override add(teardown: TeardownLogic): void {
+    super.add(teardown);
+    const self = this as unknown as { _finalizers: unknown[] | null };
+    const finalizers = self._finalizers;
+    if (finalizers !== null && finalizers.length === 1) self._finalizers = [finalizers[0]];
+  }
+
   protected override _next(value: T): void {
     try {
       this.handlers.next(value);

@@ -66,8 +66,13 @@ interface Template {
 
 class DeltaSlot {
   template: Template | undefined;
-  /** Prefix and suffix of the last record of this kind, promoted to a template when the next one matches. */
-  candidate: { prefix: string; suffix: string } | undefined;
+  /**
+   * The last record of this kind as a fingerprint of its prefix and suffix; the next record with the same one is
+   * promoted to a template. A fingerprint, not the text: an idle stream keeps its last delta's slot for minutes,
+   * and the text would keep the whole record. A collision costs one probe parse, never a wrong template: the
+   * template is the matching record's own text, proven by the probe.
+   */
+  candidate = NO_CANDIDATE;
   misses = 0;
 
   constructor(readonly kind: DeltaKind) {}
@@ -97,20 +102,22 @@ export class FrameTemplates {
   /** After `data` was decoded in full into `frame` (its JSON-RPC result, checked). */
   learn(data: string, frame: A2AStreamResponse): void {
     if (data.length > MAX_TEMPLATE_CHARS) return;
-    const record = flatString(data);
     for (const slot of this.slots) {
       if (slot.misses > MAX_MISSES) continue;
       const value = valueAt(frame, slot.kind.path);
       if (typeof value !== "string") continue;
       const literal = JSON.stringify(value);
       // Not found: the kernel escapes this text differently; the next record of the kind may still be learned.
-      const at = record.lastIndexOf(literal);
+      const at = data.lastIndexOf(literal);
       if (at < 0) continue;
-      const prefix = record.slice(0, at + 1);
-      const suffix = record.slice(at + literal.length - 1);
-      const candidate = slot.candidate;
-      if (candidate !== undefined && candidate.prefix === prefix && candidate.suffix === suffix) {
-        slot.candidate = undefined;
+      const suffixAt = at + literal.length - 1;
+      const fingerprint = envelopeFingerprint(data, at + 1, suffixAt);
+      if (fingerprint === slot.candidate) {
+        slot.candidate = NO_CANDIDATE;
+        // Its own copy: the template's slices would otherwise keep the network chunk the record was cut from.
+        const record = flatString(data);
+        const prefix = record.slice(0, at + 1);
+        const suffix = record.slice(suffixAt);
         if (provesLiteral(prefix, suffix, slot.kind.path, record)) {
           slot.template = { prefix, suffix, frame };
           slot.misses = 0;
@@ -119,11 +126,25 @@ export class FrameTemplates {
         }
         return;
       }
-      slot.candidate = { prefix, suffix };
+      slot.candidate = fingerprint;
       slot.misses++;
       return;
     }
   }
+}
+
+const NO_CANDIDATE = -1;
+
+/**
+ * FNV-1a of the record without its text (`prefixEnd` up to `suffixStart`), folded with both lengths; a small
+ * non-negative integer, never NO_CANDIDATE.
+ */
+function envelopeFingerprint(record: string, prefixEnd: number, suffixStart: number): number {
+  let hash = 0x811c9dc5 ^ prefixEnd;
+  for (let i = 0; i < prefixEnd; i++) hash = Math.imul(hash ^ record.charCodeAt(i), 0x01000193);
+  hash = Math.imul(hash ^ (record.length - suffixStart), 0x01000193);
+  for (let i = suffixStart; i < record.length; i++) hash = Math.imul(hash ^ record.charCodeAt(i), 0x01000193);
+  return hash & 0x3fffffff;
 }
 
 /** The probe parse: with PROBE in place of the literal, the value at `path` is PROBE. */

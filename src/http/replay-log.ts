@@ -38,8 +38,8 @@ interface Chunk {
   firstSeq: number;
   data: string | Buffer;
   bytes: number;
-  /** Where each record starts in `data` as a string (UTF-16 offsets: a replay from inside a chunk is rare). */
-  starts: number[];
+  /** Records in `data`. Each ends with the blank line that ends an SSE event, so they are found again by it. */
+  records: number;
 }
 
 /** Chunks of at least this many characters are kept as bytes. */
@@ -128,9 +128,9 @@ export class ReplayLog {
     if (seq < this.firstSeq - 1 || this.state === "abandoned") return { refused: "expired" };
     const records: (string | Uint8Array)[] = [];
     for (const chunk of this.chunks) {
-      const last = chunk.firstSeq + chunk.starts.length - 1;
+      const last = chunk.firstSeq + chunk.records - 1;
       if (last <= seq) continue;
-      records.push(seq < chunk.firstSeq ? chunk.data : chunk.data.toString().slice(chunk.starts[seq - chunk.firstSeq + 1]));
+      records.push(seq < chunk.firstSeq ? chunk.data : afterRecords(chunk.data.toString(), seq - chunk.firstSeq + 1));
     }
     return { records };
   }
@@ -160,12 +160,6 @@ export class ReplayLog {
     const pending = this.pending;
     if (pending.length === 0) return;
     this.pending = [];
-    const starts: number[] = new Array(pending.length);
-    let at = 0;
-    for (let i = 0; i < pending.length; i++) {
-      starts[i] = at;
-      at += pending[i]!.length;
-    }
     const text = pending.join("");
     const bytes = Buffer.byteLength(text);
     let data: string | Buffer = text;
@@ -175,12 +169,12 @@ export class ReplayLog {
       data.write(text, "utf8");
     }
     const firstSeq = this.lastSeq - pending.length + 1;
-    this.chunks.push({ firstSeq, data, bytes, starts });
+    this.chunks.push({ firstSeq, data, bytes, records: pending.length });
     this.bytes += bytes;
     while (this.chunks.length > 1 && (this.count > this.bounds.maxEvents || this.bytes > this.bounds.maxBytes)) {
       const oldest = this.chunks.shift()!;
-      this.count -= oldest.starts.length;
-      this.firstSeq += oldest.starts.length;
+      this.count -= oldest.records;
+      this.firstSeq += oldest.records;
       this.bytes -= oldest.bytes;
     }
     this.mirror?.append(firstSeq, text, pending.length, this.firstSeq);
@@ -205,6 +199,13 @@ export class ReplayLog {
       // Already broken; nothing more is owed to it.
     }
   }
+}
+
+/** `text` without its first `skip` records (a replay from inside a chunk is rare: no offsets are kept for it). */
+function afterRecords(text: string, skip: number): string {
+  let at = 0;
+  for (let i = 0; i < skip; i++) at = text.indexOf("\n\n", at) + 2;
+  return text.slice(at);
 }
 
 /** `Last-Event-ID` as the gateway writes it: `<runId>:<seq>`. The run id may itself contain colons. */

@@ -1,7 +1,8 @@
 // Admission under the thread's lock: the `admit` transition decides (refusals first, nothing changed by a
 // refused request), the workspace is created only then, and the run id is written before the run may start.
-import { createHash, randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
 import { canonicalJson, type A2APart } from "../../operators/index.js";
+import { flatRandomUUID } from "../flat-string.js";
 import { HandOver } from "../hand-over.js";
 import { type Language, localize, normalizeLanguage } from "../i18n/index.js";
 import { prepareWorkspace, unprepareWorkspace, type CheckedWorkspace } from "./cwd.js";
@@ -97,7 +98,7 @@ async function admitLocked(deps: RunDeps, thread: LockedThread, candidate: RunCa
   if (admitted.expiredTaskId !== undefined) void cancelTask(deps, admitted.expiredTaskId, admissionSpan);
   // A resume's workspace is made once its answers are to be delivered (prepareResume): a refused answer leaves none.
   const workspace = admitted.kind === "turn" ? await prepareWorkspace(candidate.workspace) : undefined;
-  const requestId = randomUUID();
+  const requestId = flatRandomUUID();
   const span = candidate.span ?? NO_SPAN;
   const { executionId } = admitted.record.execution;
   span.set({ [ATTR.runKind]: admitted.kind, [ATTR.executionId]: executionId, "agui.request_id": requestId });

@@ -3,8 +3,8 @@
 // first connect to the thread within the grace adopts it, as a run under the connect's run id that follows the task
 // to its end (GetTask, then SubscribeToTask), parking the interrupts it ends at and ending the execution as the run
 // itself would have. Nobody adopts it: it is cancelled once the grace is over.
-import { randomUUID } from "node:crypto";
 import type { A2APart } from "../../operators/index.js";
+import { flatRandomUUID } from "../flat-string.js";
 import { HandOver } from "../hand-over.js";
 import type { Language } from "../i18n/index.js";
 import { NO_SPAN, type TraceSpan } from "../ops/trace.js";
@@ -39,7 +39,7 @@ export async function adoptRun(deps: RunDeps, adoption: Adoption): Promise<RunSe
     }
     const digest = runDigest({ adopted: stored.execution.executionId, runId });
     const record = { ...stored, runDigests: withRunDigest(stored.runDigests, runId, digest, deps.settings.window) };
-    const requestId = randomUUID();
+    const requestId = flatRandomUUID();
     const span = adoption.span ?? NO_SPAN;
     const ticket: RunTicket = {
       request: {
@@ -54,7 +54,7 @@ export async function adoptRun(deps: RunDeps, adoption: Adoption): Promise<RunSe
       language,
       kind: "adopt",
       parts: new HandOver<A2APart[]>([]),
-      messageId: randomUUID(),
+      messageId: flatRandomUUID(),
       startedAt: Date.now(),
       requestId,
       log: new RunLog(deps.logger, { requestId, threadId, runId }),

@@ -162,7 +162,8 @@ async function realRoots(allowedRoots: readonly string[]): Promise<string[]> {
       // Missing or unreadable roots are dropped, as in the reference.
     }
   }
-  return roots;
+  // A copy of its own size: push reserved 17 slots, and each run keeps its workspace's roots.
+  return roots.slice();
 }
 
 /**

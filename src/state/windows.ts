@@ -35,8 +35,8 @@ export function runDigestOf(record: ThreadRecord, runId: string): string | undef
 
 /** `digests` with `runId`'s digest newest, the oldest beyond `window` dropped. */
 export function withRunDigest(digests: readonly RunDigest[], runId: string, digest: string, window: number): RunDigest[] {
-  const kept = digests.filter((entry) => entry.runId !== runId);
-  kept.push({ runId, digest });
+  // concat, not push: push reserves 17 slots for a first entry, and every live run holds its record's list.
+  const kept = digests.filter((entry) => entry.runId !== runId).concat([{ runId, digest }]);
   return kept.length > window ? kept.slice(kept.length - window) : kept;
 }
 
