@@ -31,7 +31,7 @@ export function parseJson(text: string): unknown {
 /**
  * A text with at most `limit` opening brackets cannot nest deeper than `limit` (brackets inside strings only add
  * to the count): most frames are settled by this scan, cheaper than walking the parsed value. indexOf, not a
- * charCodeAt loop: the loop, inlined into eventsource-parser's line loop, cost more than the JSON.parse before it.
+ * charCodeAt loop: the loop, inlined into the SSE line loop, cost more than the JSON.parse before it.
  */
 function opensAtMost(text: string, limit: number): boolean {
   let opened = 0;

@@ -44,7 +44,7 @@ export class StreamCall implements Dispatcher.DispatchHandler, Unsubscribable {
   private readonly idle: IdleWatch | undefined;
   private frames: SseFrameDecoder | undefined;
   private decoder: StringDecoder | undefined;
-  /** The SSE decoding rules drop one leading byte-order mark (eventsource-parser leaves it to us). */
+  /** The SSE decoding rules drop one leading byte-order mark (the record reader leaves it to us). */
   private first = true;
   /** A plain JSON reply (the kernel refused before the first event), bounded like a record. */
   private json: Buffer[] | undefined;
