@@ -29,7 +29,7 @@ import { interruptsOf } from "./resume.js";
 import { appliedBy, plannedFrames, prepareResume } from "./resume-flow.js";
 import { cancelTask, type RunDeps } from "./run-context.js";
 import type { RunLog } from "./run-log.js";
-import { TaskNaming, followTask, namingTask, pendingFrame, turnFrames } from "./task-frames.js";
+import { TaskNaming, followTask, pendingFrame, turnFrames } from "./task-frames.js";
 import {
   endExecution,
   foldFact,
@@ -151,7 +151,7 @@ export class RunSession {
   }
 
   private turn(upstream: PacedUpstream): Observable<AguiOutput> {
-    const frames = defer(() => namingTask(turnFrames(upstream, this.ticket), (this.turnTask = new TaskNaming())));
+    const frames = defer(() => turnFrames(upstream, this.ticket, (this.turnTask = new TaskNaming())));
     if (!this.deps.threads.shared) return this.project(frames, this.appliedBefore());
     return defer(() => this.ensureSession(upstream)).pipe(concatMap(() => this.project(frames, this.appliedBefore())));
   }

@@ -8,10 +8,18 @@ import { resultOf, taskIdOf } from "../../operators/lib/a2a-read.js";
 import type { ThreadRecord } from "../state/thread-store.js";
 import type { RunTicket } from "./run-session.js";
 
-export function turnFrames(upstream: PacedUpstream, ticket: RunTicket): Observable<A2AStreamResponse> {
+/**
+ * The turn's stream, with the task its first frame names told to `naming`; its failures are RunErrors. The kernel
+ * starts a task as soon as it has the request but names it only in the stream's first frame: a consumer that leaves
+ * before that frame leaves the request open until it comes (at most TASK_NAMING_WAIT_MS), so the run's end can
+ * still cancel that task instead of leaving it running unseen.
+ */
+export function turnFrames(upstream: PacedUpstream, ticket: RunTicket, naming: TaskNaming): Observable<A2AStreamResponse> {
   // The message is built when the request is sent, not kept beside the run: a stream stays open for as long as the
   // run waits (minutes, for a permission), and the message is the whole prompt.
-  return defer(() => upstream.sendStreamingMessage(turnMessage(ticket))).pipe(catchError((error: unknown) => throwError(() => toRunError(error))));
+  return new Observable<A2AStreamResponse>((subscriber) =>
+    new NamingRelay(subscriber, naming).follow(defer(() => upstream.sendStreamingMessage(turnMessage(ticket)))),
+  );
 }
 
 function turnMessage({ request, record, language, messageId, parts }: RunTicket): A2AMessage {
@@ -56,16 +64,9 @@ export class TaskNaming {
 }
 
 /**
- * `frames` (a turn's stream), with the task its first frame names told to `naming`. The kernel starts a task as
- * soon as it has the request but names it only in the stream's first frame: a consumer that leaves before that
- * frame leaves the request open until it comes (at most TASK_NAMING_WAIT_MS), so the run's end can still cancel
- * that task instead of leaving it running unseen.
+ * One subscription of turnFrames: an object, not a set of closures per run (an idle run keeps it). It also makes the
+ * call's failures RunErrors, which a catchError would do with one more subscriber per run.
  */
-export function namingTask(frames: Observable<A2AStreamResponse>, naming: TaskNaming): Observable<A2AStreamResponse> {
-  return new Observable<A2AStreamResponse>((subscriber) => new NamingRelay(subscriber, naming).follow(frames));
-}
-
-/** One subscription of namingTask: an object, not a set of closures per run (an idle run keeps it). */
 class NamingRelay implements Observer<A2AStreamResponse>, Unsubscribable {
   private source: Subscription | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -89,7 +90,7 @@ class NamingRelay implements Observer<A2AStreamResponse>, Unsubscribable {
 
   error(error: unknown): void {
     this.named(undefined);
-    this.subscriber.error(error);
+    this.subscriber.error(toRunError(error));
   }
 
   complete(): void {
