@@ -40,13 +40,15 @@ export class SseRecordReader {
       this.afterCR = false;
       if (chunk.charCodeAt(0) === LF) at = 1;
     }
-    // Where the next CR is, searched again only once passed: most bodies have none, and a rescan per line
-    // would read a chunk over and over.
+    // Where the next LF and the next CR are, each searched again only once passed: a body whose lines end with
+    // one kind has few or none of the other, and a search per line for it would read the chunk over and over.
+    let lf = chunk.indexOf("\n", at);
     let cr = chunk.indexOf("\r", at);
     while (at < chunk.length) {
-      let end = chunk.indexOf("\n", at);
-      let next = end + 1;
+      if (lf !== -1 && lf < at) lf = chunk.indexOf("\n", at);
       if (cr !== -1 && cr < at) cr = chunk.indexOf("\r", at);
+      let end = lf;
+      let next = end + 1;
       if (cr !== -1 && (end === -1 || cr < end)) {
         end = cr;
         next = chunk.charCodeAt(cr + 1) === LF ? cr + 2 : cr + 1;

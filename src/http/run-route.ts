@@ -222,7 +222,8 @@ export function countedResponse(options: AppOptions, ctx: Context, proto: boolea
   ctx.respond = false;
   const response = new SseResponse(ctx.res, proto);
   options.metrics?.activeStreams.inc();
-  ctx.res.once("close", () => {
+  // on, not once: a response closes once, and a once wrapper is two more objects per open stream.
+  ctx.res.on("close", () => {
     options.metrics?.activeStreams.dec();
     span?.set({ "agui.stream.ended": ctx.res.writableFinished ? "completed" : "disconnected" });
     span?.end();
