@@ -31,6 +31,9 @@ export function operatorObserver<T>(
   return new OperatorSubscriber(destination, handlers, wrap);
 }
 
+/** Finalizer lists up to this long are kept at their size. */
+const SHORT_LIST = 4;
+
 /**
  * A Subscriber, not a plain observer: `subscribe` uses it as is, where a plain observer gets wrapped in a
  * SafeSubscriber with a try/catch of its own — two more calls per item per operator on the hot path. Like
@@ -46,13 +49,14 @@ class OperatorSubscriber<T> extends Subscriber<T> {
     super(destination);
   }
 
-  // rxjs grows a subscription's finalizer list with push, which reserves 17 slots for the first entry; ours hold
-  // one (their source's subscription) for as long as an idle stream is open. A list of one is copied to its size.
+  // rxjs grows a subscription's finalizer list with push, which reserves 17 slots for a first entry and 16 more
+  // for each full list; ours hold two or three for as long as an idle stream is open. A short list is copied to
+  // its size (once per subscription, not per item).
   override add(teardown: TeardownLogic): void {
     super.add(teardown);
     const self = this as unknown as { _finalizers: unknown[] | null };
     const finalizers = self._finalizers;
-    if (finalizers !== null && finalizers.length === 1) self._finalizers = [finalizers[0]];
+    if (finalizers !== null && finalizers.length <= SHORT_LIST) self._finalizers = finalizers.slice();
   }
 
   protected override _next(value: T): void {

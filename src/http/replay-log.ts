@@ -46,7 +46,7 @@ interface Chunk {
 const BYTES_FROM_CHARS = 2_048;
 
 export class ReplayLog {
-  private readonly chunks: Chunk[] = [];
+  private chunks: Chunk[] = [];
   /** Records of this tick, not yet joined into a chunk. */
   private pending: string[] = [];
   private sealing = false;
@@ -170,6 +170,8 @@ export class ReplayLog {
     }
     const firstSeq = this.lastSeq - pending.length + 1;
     this.chunks.push({ firstSeq, data, bytes, records: pending.length });
+    // push reserved 17 slots for the first chunk: a waiting run keeps its first few chunks for minutes.
+    if (this.chunks.length <= 4) this.chunks = this.chunks.slice();
     this.bytes += bytes;
     while (this.chunks.length > 1 && (this.count > this.bounds.maxEvents || this.bytes > this.bounds.maxBytes)) {
       const oldest = this.chunks.shift()!;
