@@ -22,7 +22,7 @@ import type { ScriptedA2AServer } from "../src/demo/index.js";
 import { liveSse, openSse, scriptByPrompt, sessionEventOf, slowTurn, startStack, type Stack, type WireEvent } from "./helpers/e2e.js";
 import { parseSse } from "./helpers/sse.js";
 import { startCuttingProxy } from "./helpers/cutting-proxy.js";
-import { httpCall, postJson, sseEvents, streamProblems } from "./helpers/faults.js";
+import { comparableEvents, httpCall, readRun, streamProblems } from "./helpers/faults.js";
 import { cutBytes, decodeSseChunks } from "./helpers/sse-frames.js";
 import { seeded } from "./helpers/seeded.js";
 import { DEFAULT_REPLAY_BOUNDS, ReplayLog } from "../src/http/replay-log.js";
@@ -267,21 +267,11 @@ function playSequences(ex: RawExchange, res: RawResponder): void {
 
 const ALL_SEQUENCES: Record<string, (string | Rec)[]> = { ...HOSTILE_SEQUENCES, ...FAILING_SEQUENCES };
 
-/** The events without what differs from run to run (ids of the thread and run, clock). */
-function normalized(events: readonly WireEvent[]): unknown[] {
-  return events.map((event) => {
-    const { timestamp: _t, threadId: _th, runId: _r, ...rest } = event as Record<string, unknown>;
-    return JSON.parse(JSON.stringify(rest).replaceAll(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, "<uuid>").replaceAll(/agui-[0-9a-f]{40}/g, "<context>"));
-  });
-}
-
+/** The run of `prompt`: a 200 stream of schema-valid events, a well-formed run (readRun's problems). */
 async function gatewayRun(stack: Stack<RawA2AServer>, prompt: string): Promise<WireEvent[]> {
-  const reply = await postJson(stack.gateway.url, stack.input({ prompt }));
-  expect(reply.status).toBe(200);
-  const { events, problems } = sseEvents(reply.text);
+  const { status, events, problems } = await readRun(stack.gateway.url, stack.input({ prompt }));
+  expect(status).toBe(200);
   expect(problems).toEqual([]);
-  expect(streamProblems(events)).toEqual([]);
-  for (const event of events) expect(() => EventSchema.parse(event)).not.toThrow();
   return events;
 }
 
@@ -298,7 +288,7 @@ describe("frame templates against a full parse (through the gateway)", () => {
       const stack = kernelStack!;
       const templated = await gatewayRun(stack, `T:${name}`);
       const parsed = await gatewayRun(stack, `P:${name}`);
-      expect(normalized(templated)).toEqual(normalized(parsed));
+      expect(comparableEvents(templated)).toEqual(comparableEvents(parsed));
       // A record the full parse refuses ends the run as an error at that record (the decoder says which).
       const refused = decodeSseChunks([Buffer.from(sse(ALL_SEQUENCES[name]!, "parsed"), "utf8")]).error !== undefined;
       expect(templated.at(-1)?.type).toBe(refused ? "RUN_ERROR" : "RUN_FINISHED");

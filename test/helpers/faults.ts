@@ -105,6 +105,21 @@ export function replyProblems(reply: Reply): string[] {
   return envelopeProblems(reply);
 }
 
+/** POST / with `input`, read to its end: its status, its events, and every problem replyProblems finds in it. */
+export async function readRun(url: string, input: unknown): Promise<{ status: number; events: Event[]; problems: string[] }> {
+  const reply = await postJson(url, input);
+  const { events } = sseEvents(reply.text);
+  return { status: reply.status, events, problems: replyProblems(reply) };
+}
+
+/** Events less what differs from one run to the next: the clock, and the thread, run, execution and context ids. */
+export function comparableEvents(events: readonly Event[]): unknown[] {
+  return events.map((event) => {
+    const { timestamp: _t, threadId: _th, runId: _r, ...rest } = event as Record<string, unknown>;
+    return JSON.parse(JSON.stringify(rest).replaceAll(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, "<uuid>").replaceAll(/agui-[0-9a-f]{40}/g, "<context>"));
+  });
+}
+
 export function runErrorCode(events: readonly Event[]): string | undefined {
   const last = events.at(-1);
   return last?.type === "RUN_ERROR" ? String(last["code"]) : undefined;
