@@ -2,6 +2,7 @@
 // throw inside a hand-written next/complete/error becomes that subscription's error instead of escaping to
 // rxjs's unhandled-error path, which re-throws it on a timer and ends the process with every stream in it.
 import { Observable, Subscriber, type OperatorFunction, type TeardownLogic } from "rxjs";
+import { atItsSize } from "./short-list.js";
 
 /** `init` runs once per subscription: all mutable state created inside it is that subscription's own. */
 export function operate<T, R>(init: (source: Observable<T>, subscriber: Subscriber<R>) => TeardownLogic): OperatorFunction<T, R> {
@@ -31,9 +32,6 @@ export function operatorObserver<T>(
   return new OperatorSubscriber(destination, handlers, wrap);
 }
 
-/** Finalizer lists up to this long are kept at their size. */
-const SHORT_LIST = 4;
-
 /**
  * A Subscriber, not a plain observer: `subscribe` uses it as is, where a plain observer gets wrapped in a
  * SafeSubscriber with a try/catch of its own — two more calls per item per operator on the hot path. Like
@@ -49,14 +47,12 @@ class OperatorSubscriber<T> extends Subscriber<T> {
     super(destination);
   }
 
-  // rxjs grows a subscription's finalizer list with push, which reserves 17 slots for a first entry and 16 more
-  // for each full list; ours hold two or three for as long as an idle stream is open. A short list is copied to
-  // its size (once per subscription, not per item).
+  // rxjs grows a subscription's finalizer list with push; ours hold two or three for as long as a stream is open.
+  // Kept at their size when one is added (once per subscription, not per item).
   override add(teardown: TeardownLogic): void {
     super.add(teardown);
     const self = this as unknown as { _finalizers: unknown[] | null };
-    const finalizers = self._finalizers;
-    if (finalizers !== null && finalizers.length <= SHORT_LIST) self._finalizers = finalizers.slice();
+    if (self._finalizers !== null) self._finalizers = atItsSize(self._finalizers);
   }
 
   protected override _next(value: T): void {

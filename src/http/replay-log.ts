@@ -1,6 +1,7 @@
 // A run's SSE records exactly as they were sent (`id: <runId>:<seq>` included), so a client that lost its
 // stream can be given the rest of it (Last-Event-ID). Transport, not conversation storage: bounded by records
 // and bytes (the oldest go first), kept a while after the run's end, never written to the state files.
+import { atItsSize } from "../../operators/lib/short-list.js";
 import type { SharedReplayWriter } from "../state/redis-replay.js";
 
 export interface ReplayBounds {
@@ -170,8 +171,7 @@ export class ReplayLog {
     }
     const firstSeq = this.lastSeq - pending.length + 1;
     this.chunks.push({ firstSeq, data, bytes, records: pending.length });
-    // push reserved 17 slots for the first chunk: a waiting run keeps its first few chunks for minutes.
-    if (this.chunks.length <= 4) this.chunks = this.chunks.slice();
+    this.chunks = atItsSize(this.chunks);
     this.bytes += bytes;
     while (this.chunks.length > 1 && (this.count > this.bounds.maxEvents || this.bytes > this.bounds.maxBytes)) {
       const oldest = this.chunks.shift()!;

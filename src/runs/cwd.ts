@@ -4,6 +4,7 @@ import { statSync } from "node:fs";
 import { lstat, mkdir, readlink, realpath, rmdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { INPUT_ERROR_BASES as B, type InputErrorBase, InputError } from "../input-error.js";
+import { atItsSize } from "../../operators/lib/short-list.js";
 import { errnoCode } from "../errno.js";
 
 const CWD_FIELD = "forwardedProps.iacCode.cwd";
@@ -162,8 +163,8 @@ async function realRoots(allowedRoots: readonly string[]): Promise<string[]> {
       // Missing or unreadable roots are dropped, as in the reference.
     }
   }
-  // A copy of its own size: push reserved 17 slots, and each run keeps its workspace's roots.
-  return roots.slice();
+  // Each run keeps its workspace's roots.
+  return atItsSize(roots);
 }
 
 /**

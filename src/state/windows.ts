@@ -35,7 +35,7 @@ export function runDigestOf(record: ThreadRecord, runId: string): string | undef
 
 /** `digests` with `runId`'s digest newest, the oldest beyond `window` dropped. */
 export function withRunDigest(digests: readonly RunDigest[], runId: string, digest: string, window: number): RunDigest[] {
-  // concat, not push: push reserves 17 slots for a first entry, and every live run holds its record's list.
+  // concat, not push: a list grown by push reserves 17 slots, and every live run holds its record's list.
   const kept = digests.filter((entry) => entry.runId !== runId).concat([{ runId, digest }]);
   return kept.length > window ? kept.slice(kept.length - window) : kept;
 }
