@@ -52,7 +52,7 @@ export class SseRecordReader {
       if (cr !== -1 && (end === -1 || cr < end)) {
         end = cr;
         next = chunk.charCodeAt(cr + 1) === LF ? cr + 2 : cr + 1;
-        if (next === chunk.length && chunk.charCodeAt(cr + 1) !== LF) this.afterCR = true;
+        if (cr === chunk.length - 1) this.afterCR = true;
       }
       if (end === -1) break;
       if (this.partial === "") {
