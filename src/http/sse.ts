@@ -13,6 +13,7 @@ import { RunError, type AguiEvent, type AguiOutput } from "../../operators/index
 import { runErrorEvent } from "../../operators/lib/run-error-event.js";
 import { SpanLedger } from "../../operators/lib/span-ledger.js";
 import { localize, messageText, type Language } from "../i18n/index.js";
+import { eventJson } from "./event-json.js";
 
 // No Connection header: Node answers keep-alive by itself, and `close` when the client asked for it.
 export const SSE_HEADERS = {
@@ -227,7 +228,7 @@ class RunEncoder {
 
   private encode(event: AguiEvent): string | Uint8Array {
     if (this.options.proto) return protoEncoder.encodeProtobuf(event);
-    const data = `data: ${JSON.stringify(event)}\n\n`;
+    const data = `data: ${eventJson(event)}\n\n`;
     const idKey = this.idKey;
     return idKey === undefined ? data : `id: ${idKey}:${++this.seq}\n${data}`;
   }
