@@ -83,5 +83,22 @@ describe("eventJson", () => {
     Object.assign(withInherited, base);
     sameAsStringify(withInherited);
     sameAsStringify(Object.assign(["TEXT_MESSAGE_CONTENT"], base));
+    sameAsStringify(Object.defineProperty({ ...base }, "toJSON", { value: () => "own, not enumerable" }));
+    sameAsStringify(new Proxy({ ...base }, { get: (target, key, receiver) => (key === "toJSON" ? () => "from a proxy" : Reflect.get(target, key, receiver)) }));
+    expect(eventJson(null as unknown as { type: string })).toBe("null");
+  });
+
+  it("writes what JSON.stringify writes when Object.prototype has been given keys", () => {
+    const polluted = (key: string, value: unknown, enumerable: boolean, check: () => void) => {
+      Object.defineProperty(Object.prototype, key, { value, enumerable, configurable: true, writable: true });
+      try {
+        check();
+      } finally {
+        delete (Object.prototype as Record<string, unknown>)[key];
+      }
+    };
+    polluted("timestamp", 123, true, () => sameAsStringify({ type: "TEXT_MESSAGE_CONTENT", messageId: "m", delta: "d" }));
+    polluted("delta", "injected", true, () => sameAsStringify({ type: "TOOL_CALL_ARGS", toolCallId: "t" }));
+    polluted("toJSON", () => "inherited", false, () => sameAsStringify({ type: "REASONING_MESSAGE_CONTENT", messageId: "m", delta: "d", timestamp: 1 }));
   });
 });

@@ -14,18 +14,24 @@ export function eventJson(event: { readonly type: string }): string {
   return deltaJson(event) ?? JSON.stringify(event);
 }
 
-/** `{type, <id>, delta[, timestamp]}` exactly, as a plain object with string values and a finite timestamp. */
+/**
+ * `{type, <id>, delta[, timestamp]}` exactly: own keys of a plain object without a toJSON, string values, a finite
+ * timestamp. Accessors are read again when the long way is taken; the projection's events have none.
+ */
 function deltaJson(event: { readonly type: string }): string | undefined {
+  if (typeof event !== "object" || event === null) return undefined;
   const type = event.type;
   const idKey = DELTA_ID_KEY.get(type);
-  // A prototype other than Object's could bring a toJSON, which JSON.stringify would call.
   if (idKey === undefined || Object.getPrototypeOf(event) !== Object.prototype) return undefined;
+  const fields = event as unknown as Record<string, unknown>;
+  // JSON.stringify calls a toJSON wherever it comes from (a non-enumerable own one, or one put on Object.prototype).
+  if (typeof fields.toJSON === "function") return undefined;
   let keys = 0;
   for (const key in event) {
-    if (key !== (keys === 0 ? "type" : keys === 1 ? idKey : keys === 2 ? "delta" : keys === 3 ? "timestamp" : undefined)) return undefined;
+    // for-in also lists enumerable keys inherited from Object.prototype, which JSON.stringify does not write.
+    if (key !== (keys === 0 ? "type" : keys === 1 ? idKey : keys === 2 ? "delta" : keys === 3 ? "timestamp" : undefined) || !Object.hasOwn(event, key)) return undefined;
     keys++;
   }
-  const fields = event as unknown as Record<string, unknown>;
   const id = fields[idKey];
   const delta = fields.delta;
   if (keys < 3 || typeof id !== "string" || typeof delta !== "string") return undefined;
