@@ -32,6 +32,17 @@ describe("readFrames", () => {
     });
   });
 
+  it("a tool's input keeps a \"__proto__\" key as data, at any depth (as JSON.parse read it from the kernel)", () => {
+    const input = JSON.parse('{"b":{"__proto__":"x","c":[{"__proto__":null}]},"__proto__":{"a":1}}') as Record<string, unknown>;
+    runMarbles(eq, ({ cold, expectObservable }) => {
+      const out = cold("a", { a: f.toolInput("c1", "bash", input) }).pipe(readFrames());
+      expectObservable(out).toBe("(ab)", {
+        a: frame(0),
+        b: { type: "A2A_TOOL_CALL", time: 0, toolUseId: "c1", name: "bash", ofCurrentMessage: true, args: '{"__proto__":{"a":1},"b":{"__proto__":"x","c":[{"__proto__":null}]}}' },
+      });
+    });
+  });
+
   it("a task frame without status text offers its history; with historyFallback off it does not", () => {
     const history = [{ messageId: "h1", role: "ROLE_AGENT", parts: [{ text: "answer" }] }];
     runMarbles(eq, ({ cold, expectObservable }) => {

@@ -27,7 +27,10 @@ function sortKeysDeep(value: unknown): unknown {
   const sorted: Record<string, unknown> = {};
   for (const key of Object.keys(value).sort()) {
     const item = value[key];
-    if (item !== undefined) sorted[key] = sortKeysDeep(item);
+    if (item === undefined) continue;
+    // `sorted["__proto__"] = …` would set the copy's prototype and drop the key, which JSON.parse had kept as data.
+    if (key === "__proto__") Object.defineProperty(sorted, key, { value: sortKeysDeep(item), enumerable: true, writable: true, configurable: true });
+    else sorted[key] = sortKeysDeep(item);
   }
   return sorted;
 }
