@@ -24,13 +24,12 @@ export function canonicalJson(value: unknown): string {
 function sortKeysDeep(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeysDeep);
   if (!isObject(value)) return value;
-  const sorted: Record<string, unknown> = {};
+  // Without a prototype, `sorted["__proto__"] = …` writes the key (which JSON.parse kept as data) instead of
+  // setting the copy's prototype; the copy is only ever stringified.
+  const sorted = Object.create(null) as Record<string, unknown>;
   for (const key of Object.keys(value).sort()) {
     const item = value[key];
-    if (item === undefined) continue;
-    // `sorted["__proto__"] = …` would set the copy's prototype and drop the key, which JSON.parse had kept as data.
-    if (key === "__proto__") Object.defineProperty(sorted, key, { value: sortKeysDeep(item), enumerable: true, writable: true, configurable: true });
-    else sorted[key] = sortKeysDeep(item);
+    if (item !== undefined) sorted[key] = sortKeysDeep(item);
   }
   return sorted;
 }
