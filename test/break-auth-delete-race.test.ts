@@ -5,36 +5,31 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ScriptedA2AServer } from "../src/demo/index.js";
 import { FileThreadStore } from "../src/state/file-store.js";
-import { expectValidRun, openSse, postRaw, readSse, scriptByPrompt, slowTurn, startStack, type LiveSse, type Stack } from "./helpers/e2e.js";
+import { expectValidRun, openSse, postRaw, readSse, scriptByPrompt, slowTurn, startJwtStack, type JwtStack, type LiveSse } from "./helpers/e2e.js";
 import { httpCall } from "./helpers/http.js";
-import { AUDIENCE, ISSUER, signingKey, startJwksServer, tokenFor, type JwksServer, type SigningKey } from "./helpers/jwks.js";
+import { tokenFor } from "./helpers/jwks.js";
 
 const SLOW = "stream slowly";
 const QUICK = "answer quickly";
 const ATTEMPTS = 160;
 
-let key: SigningKey;
-let jwks: JwksServer;
-let stack: Stack<ScriptedA2AServer>;
+let stack: JwtStack;
 let stateDir: string;
 let store: FileThreadStore;
 
 beforeAll(async () => {
-  key = await signingKey("key-1");
-  jwks = await startJwksServer([key]);
   stateDir = await mkdtemp(path.join(tmpdir(), "agui-break-delete-"));
-  stack = await startStack({
+  stack = await startJwtStack({
+    kid: "key-1",
     script: scriptByPrompt({ [SLOW]: () => slowTurn("session-del", 200, 50), [QUICK]: () => slowTurn("session-del", 1, 0) }),
-    gateway: { stateDir, jwt: { jwksUrl: jwks.url, issuer: ISSUER, audience: AUDIENCE } },
+    gateway: { stateDir },
   });
   store = new FileThreadStore({ dir: stateDir });
 });
 
 afterAll(async () => {
   await stack.close();
-  await jwks.close();
   await rm(stateDir, { recursive: true, force: true });
 });
 
@@ -52,7 +47,7 @@ async function endWithin(live: LiveSse, ms: number): Promise<string | undefined>
 
 describe("DELETE /threads/{id} racing the owner's next turn", () => {
   it("cancels the going run and forgets the thread: never a 204 over a live run, never a refusal that leaves the run going", async () => {
-    const alice = { "Content-Type": "application/json", Authorization: `Bearer ${await tokenFor(key, "alice")}` };
+    const alice = { "Content-Type": "application/json", Authorization: `Bearer ${await tokenFor(stack.key, "alice")}` };
     const orphans: string[] = [];
     const busy: string[] = [];
     for (let attempt = 0; attempt < ATTEMPTS && orphans.length + busy.length === 0; attempt++) {

@@ -4,31 +4,26 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { streamProblems } from "./helpers/checks.js";
-import { AUDIENCE, ISSUER, signingKey, startJwksServer, tokenFor, type JwksServer, type SigningKey } from "./helpers/jwks.js";
-import { openSse, scriptByPrompt, sessionEventOf, slowTurn, startStack, type Stack } from "./helpers/e2e.js";
-import type { ScriptedA2AServer } from "../src/demo/index.js";
+import { tokenFor } from "./helpers/jwks.js";
+import { openSse, scriptByPrompt, sessionEventOf, slowTurn, startJwtStack, type JwtStack } from "./helpers/e2e.js";
 
 const SLOW = "alice's slow secret";
 
-let stack: Stack<ScriptedA2AServer>;
-let jwks: JwksServer;
-let key: SigningKey;
+let stack: JwtStack;
 let alice: string;
 let bob: string;
 
 beforeAll(async () => {
-  key = await signingKey("k1");
-  jwks = await startJwksServer([key]);
-  stack = await startStack({
+  stack = await startJwtStack({
+    kid: "k1",
     script: scriptByPrompt({ [SLOW]: () => slowTurn("session-alice", 150, 20) }),
-    gateway: { jwt: { jwksUrl: jwks.url, issuer: ISSUER, audience: AUDIENCE }, reconnectGraceSeconds: 10 },
+    gateway: { reconnectGraceSeconds: 10 },
   });
-  alice = await tokenFor(key, "alice");
-  bob = await tokenFor(key, "bob");
+  alice = await tokenFor(stack.key, "alice");
+  bob = await tokenFor(stack.key, "bob");
 });
 afterAll(async () => {
   await stack.close();
-  await jwks.close();
 });
 
 async function post(path: string, token: string, body: unknown, lastEventId?: string): Promise<{ status: number; text: string; code?: string }> {

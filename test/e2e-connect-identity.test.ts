@@ -10,8 +10,8 @@ import { startScriptedA2AServer, type ScriptedA2AServer } from "../src/demo/inde
 import { clientVerifierProblems } from "./helpers/checks.js";
 import { withoutToolsAndReasoning } from "./helpers/conversation.js";
 import { allowOnce, demoScript, ensureCliBuilt, interruptsOf, resumeInput, startCli, type CliGateway } from "./helpers/durable.js";
-import { expectValidRun, postRaw, readSse, runInput, runWithHttpAgent, startStack, typesOf, type WireEvent } from "./helpers/e2e.js";
-import { AUDIENCE, ISSUER, signingKey, startJwksServer, tokenFor } from "./helpers/jwks.js";
+import { expectValidRun, postRaw, readSse, runInput, runWithHttpAgent, startJwtStack, typesOf, type WireEvent } from "./helpers/e2e.js";
+import { tokenFor } from "./helpers/jwks.js";
 
 async function connectTo(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; events: WireEvent[]; code?: string }> {
   const response = await fetch(new URL("connect", url), { method: "POST", headers: { "Content-Type": "application/json", ...headers }, body: JSON.stringify(body) });
@@ -26,9 +26,8 @@ async function connectTo(url: string, body: unknown, headers: Record<string, str
 describe("who may connect", () => {
   const TRUSTED = "connect-trusted-token";
   it("the owner by who they are, the trusted server for anyone, a stranger not at all", async () => {
-    const key = await signingKey("connect-key");
-    const jwks = await startJwksServer([key]);
-    const stack = await startStack({ gateway: { authToken: TRUSTED, jwt: { jwksUrl: jwks.url, issuer: ISSUER, audience: AUDIENCE, jwksCooldownMs: 0 } } });
+    const stack = await startJwtStack({ kid: "connect-key", gateway: { authToken: TRUSTED }, jwt: { jwksCooldownMs: 0 } });
+    const key = stack.key;
     try {
       const alice = { Authorization: `Bearer ${await tokenFor(key, "alice")}` };
       const input = stack.input();
@@ -47,7 +46,6 @@ describe("who may connect", () => {
       expect(await connectTo(stack.gateway.url, bare)).toMatchObject({ status: 401 });
     } finally {
       await stack.close();
-      await jwks.close();
     }
   });
 });

@@ -11,8 +11,8 @@ import { GatewayAgent } from "../src/client/index.js";
 import type { ScriptedA2AServer } from "../src/demo/index.js";
 import { startCuttingProxy, type CuttingProxy } from "./helpers/cutting-proxy.js";
 import { postRaw } from "./helpers/http.js";
-import { AUDIENCE, ISSUER, signingKey, startJwksServer, tokenFor, type JwksServer, type SigningKey } from "./helpers/jwks.js";
-import { promptOf, readSse, scriptByPrompt, slowTurn, startStack, type Stack } from "./helpers/e2e.js";
+import { tokenFor } from "./helpers/jwks.js";
+import { promptOf, readSse, scriptByPrompt, slowTurn, startJwtStack, startStack, type JwtStack, type Stack } from "./helpers/e2e.js";
 import { seeded } from "./helpers/seeded.js";
 
 const USER_ID = 'u\u2028"<x>';
@@ -110,22 +110,17 @@ describe.each([
 });
 
 describe("a second verified user", () => {
-  let stack: Stack<ScriptedA2AServer>;
-  let jwks: JwksServer;
-  let key: SigningKey;
+  let stack: JwtStack;
   beforeAll(async () => {
-    key = await signingKey("k1");
-    jwks = await startJwksServer([key]);
-    stack = await startStack({ script: script(), gateway: { jwt: { jwksUrl: jwks.url, issuer: ISSUER, audience: AUDIENCE, jwksCooldownMs: 0 } } });
+    stack = await startJwtStack({ kid: "k1", script: script(), jwt: { jwksCooldownMs: 0 } });
   });
   afterAll(async () => {
     await stack?.close();
-    await jwks?.close();
   });
 
   it("gets neither the first's large conversation, its status, nor its thread", async () => {
-    const alice = await tokenFor(key, "alice");
-    const bob = await tokenFor(key, "bob");
+    const alice = await tokenFor(stack.key, "alice");
+    const bob = await tokenFor(stack.key, "bob");
     const input = stack.input({ prompt: "paced" });
     const body = { ...input, messages: [...history(20), ...input.messages] };
     const live = await postRaw(stack.gateway.url, body, { "Content-Type": "application/json", Authorization: `Bearer ${alice}` });

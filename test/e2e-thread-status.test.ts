@@ -4,8 +4,8 @@
 // the status is anyone's and a cancel still needs its proof.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ScriptedA2AServer } from "../src/demo/index.js";
-import { expectValidRun, readSse, scriptByPrompt, slowTurn, startStack, type Stack } from "./helpers/e2e.js";
-import { AUDIENCE, ISSUER, signingKey, startJwksServer, tokenFor, type JwksServer } from "./helpers/jwks.js";
+import { expectValidRun, readSse, scriptByPrompt, slowTurn, startJwtStack, startStack, type Stack } from "./helpers/e2e.js";
+import { tokenFor } from "./helpers/jwks.js";
 
 const SLOW = "count slowly";
 const TRUSTED = "status-trusted-token";
@@ -59,23 +59,22 @@ function finalOutcome(text: string): unknown {
 
 describe("with the trusted token and user tokens", () => {
   let stack: Stack<ScriptedA2AServer>;
-  let jwks: JwksServer;
   let alice: Record<string, string>;
   let mallory: Record<string, string>;
   const trusted = { Authorization: `Bearer ${TRUSTED}` };
   beforeAll(async () => {
-    const key = await signingKey("status-key");
-    jwks = await startJwksServer([key]);
-    stack = await startStack({
+    const jwtStack = await startJwtStack({
+      kid: "status-key",
       script: scriptByPrompt({ [SLOW]: () => slowTurn("session-slow", 400, 25) }),
-      gateway: { authToken: TRUSTED, jwt: { jwksUrl: jwks.url, issuer: ISSUER, audience: AUDIENCE, jwksCooldownMs: 0 } },
+      gateway: { authToken: TRUSTED },
+      jwt: { jwksCooldownMs: 0 },
     });
-    alice = { Authorization: `Bearer ${await tokenFor(key, "alice")}` };
-    mallory = { Authorization: `Bearer ${await tokenFor(key, "mallory")}` };
+    stack = jwtStack;
+    alice = { Authorization: `Bearer ${await tokenFor(jwtStack.key, "alice")}` };
+    mallory = { Authorization: `Bearer ${await tokenFor(jwtStack.key, "mallory")}` };
   });
   afterAll(async () => {
     await stack?.close();
-    await jwks?.close();
   });
 
   it("a live run: its owner and the trusted server see it running with its ids, and the trusted server cancels it without the proof", async () => {

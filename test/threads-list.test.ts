@@ -5,12 +5,11 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ScriptedA2AServer } from "../src/demo/index.js";
 import { localize } from "../src/i18n/index.js";
 import { FileThreadStore } from "../src/state/file-store.js";
 import { RedisThreadStore } from "../src/state/redis-store.js";
-import { expectValidRun, openSse, postRaw, readSse, scriptByPrompt, slowTurn, startStack, type RawReply, type Stack } from "./helpers/e2e.js";
-import { AUDIENCE, ISSUER, signingKey, startJwksServer, tokenFor, type JwksServer, type SigningKey } from "./helpers/jwks.js";
+import { expectValidRun, openSse, postRaw, readSse, scriptByPrompt, slowTurn, startJwtStack, startStack, type JwtStack, type RawReply } from "./helpers/e2e.js";
+import { tokenFor } from "./helpers/jwks.js";
 import { startRedis, type RedisServer } from "./helpers/redis.js";
 
 const TRUSTED_TOKEN = "runtime-secret-list";
@@ -55,10 +54,8 @@ const subjects: [string, () => Promise<Subject>][] = [
 
 describe.each(subjects)("GET /threads on %s", (_name, make) => {
   let subject: Subject;
-  let key: SigningKey;
-  let jwks: JwksServer;
-  let stack: Stack<ScriptedA2AServer>;
-  const as = async (user: string) => ({ "Content-Type": "application/json", Authorization: `Bearer ${await tokenFor(key, user)}` });
+  let stack: JwtStack;
+  const as = async (user: string) => ({ "Content-Type": "application/json", Authorization: `Bearer ${await tokenFor(stack.key, user)}` });
   const list = async (user: string | Record<string, string>, query = "") =>
     fetch(`${stack.gateway.url}threads${query}`, { headers: typeof user === "string" ? await as(user) : user }).then(async (r) => {
       const text = await r.text();
@@ -74,16 +71,14 @@ describe.each(subjects)("GET /threads on %s", (_name, make) => {
 
   beforeAll(async () => {
     subject = await make();
-    key = await signingKey("list-key");
-    jwks = await startJwksServer([key]);
-    stack = await startStack({
+    stack = await startJwtStack({
+      kid: "list-key",
       script: scriptByPrompt({ [SLOW]: () => slowTurn("session-list-1") }),
-      gateway: { authToken: TRUSTED_TOKEN, jwt: { jwksUrl: jwks.url, issuer: ISSUER, audience: AUDIENCE }, ...subject.gateway },
+      gateway: { authToken: TRUSTED_TOKEN, ...subject.gateway },
     });
   });
   afterAll(async () => {
     await stack.close();
-    await jwks.close();
     await subject.close();
   });
 
@@ -93,7 +88,7 @@ describe.each(subjects)("GET /threads on %s", (_name, make) => {
       expect(reply.status, query).toBe(400);
       expect(reply.json.error.code).toBe("INVALID_INPUT");
     }
-    const reply = await list({ Authorization: `Bearer ${await tokenFor(key, "alice")}`, "Accept-Language": "pt" }, "?limit=0");
+    const reply = await list({ Authorization: `Bearer ${await tokenFor(stack.key, "alice")}`, "Accept-Language": "pt" }, "?limit=0");
     expect(reply.json.error.message).toBe(localize("pt", "limit must be an integer from 1 to 100, and cursor a nextCursor this route returned."));
     expect((await list({ Authorization: `Bearer ${TRUSTED_TOKEN}` })).status).toBe(404);
     expect((await list({})).status).toBe(401);

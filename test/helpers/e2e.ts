@@ -18,6 +18,8 @@ import {
   type TurnScript,
 } from "../../src/demo/index.js";
 import { startGateway, type GatewayOptions, type RunningGateway } from "../../src/gateway.js";
+import type { JwtOptions } from "../../src/http/jwt.js";
+import { AUDIENCE, ISSUER, signingKey, startJwksServer, type JwksServer, type SigningKey } from "./jwks.js";
 import { e2eDemoScript } from "./pacing.js";
 
 import { runProblems } from "./checks.js";
@@ -97,6 +99,39 @@ export async function startStack(
       await upstream.close();
       await rm(root, { recursive: true, force: true });
       expect(violations, "events the gateway's --validate-events self-check flagged").toBe(0);
+    },
+  };
+}
+
+/** A scripted stack whose gateway verifies user tokens against a JWKS server of its own. */
+export interface JwtStack extends Stack<ScriptedA2AServer> {
+  /** The one key the JWKS server publishes: `tokenFor(stack.key, sub)`. */
+  key: SigningKey;
+  jwks: JwksServer;
+}
+
+/** `startStack` with `jwt` set to a JWKS server of one key (`kid`); `jwt` adds to that configuration; `close` ends both. */
+export async function startJwtStack(options: StackOptions & { kid: string; script?: TurnScript; jwt?: Partial<JwtOptions> }): Promise<JwtStack> {
+  const { kid, jwt, ...stackOptions } = options;
+  const key = await signingKey(kid);
+  const jwks = await startJwksServer([key]);
+  let stack: Stack<ScriptedA2AServer>;
+  try {
+    stack = await startStack({ ...stackOptions, gateway: { ...stackOptions.gateway, jwt: { jwksUrl: jwks.url, issuer: ISSUER, audience: AUDIENCE, ...jwt } } });
+  } catch (error) {
+    await jwks.close();
+    throw error;
+  }
+  return {
+    ...stack,
+    key,
+    jwks,
+    close: async () => {
+      try {
+        await stack.close();
+      } finally {
+        await jwks.close();
+      }
     },
   };
 }
