@@ -19,7 +19,7 @@ import {
 } from "../../src/demo/index.js";
 import { startGateway, type GatewayOptions, type RunningGateway } from "../../src/gateway.js";
 import type { JwtOptions } from "../../src/http/jwt.js";
-import { AUDIENCE, ISSUER, signingKey, startJwksServer, type JwksServer, type SigningKey } from "./jwks.js";
+import { AUDIENCE, ISSUER, signingKey, startJwksServer, type SigningKey } from "./jwks.js";
 import { e2eDemoScript } from "./pacing.js";
 
 import { runProblems } from "./checks.js";
@@ -107,7 +107,6 @@ export async function startStack(
 export interface JwtStack extends Stack<ScriptedA2AServer> {
   /** The one key the JWKS server publishes: `tokenFor(stack.key, sub)`. */
   key: SigningKey;
-  jwks: JwksServer;
 }
 
 /** `startStack` with `jwt` set to a JWKS server of one key (`kid`); `jwt` adds to that configuration; `close` ends both. */
@@ -125,7 +124,6 @@ export async function startJwtStack(options: StackOptions & { kid: string; scrip
   return {
     ...stack,
     key,
-    jwks,
     close: async () => {
       try {
         await stack.close();
